@@ -1,0 +1,499 @@
+"""MBNDT: multi-branch neural decision trees with adaptive pruning.
+
+Shallow axis-aligned trees whose internal nodes split one feature into up to
+``n_branches`` ordered intervals, trained end to end by gradient descent
+(Park et al., "Adaptive Multi-Branching for Shallow Decision Tree Induction",
+arXiv:2608.29262) and exported as deterministic multiway trees.
+
+Training needs PyTorch (``pip install clarytree[torch]``); it is imported only
+inside ``fit``.  A fitted estimator holds plain numpy arrays and scikit-learn
+transformers only, so it pickles, loads and predicts without torch.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._preprocess import (
+    build_preprocessor,
+    feature_map,
+    infer_column_kinds,
+    numeric_impute_values,
+    raw_table,
+)
+
+__all__ = ["MBNDTClassifier", "MBNDTRegressor", "export_text"]
+
+_MAX_NOMINAL_LEAVES = 2**16
+
+
+def _is_dataframe(X):
+    return hasattr(X, "dtypes") and hasattr(X, "iloc") and hasattr(X, "columns")
+
+
+def _import_training():
+    try:
+        from . import _train
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "Fitting MBNDT models requires PyTorch; install it with "
+            "`pip install clarytree[torch]`.") from exc
+    return _train
+
+
+class _BaseMBNDT(BaseEstimator):
+    """Shared fitting machinery of :class:`MBNDTClassifier` and :class:`MBNDTRegressor`."""
+
+    _parameter_constraints = {
+        "max_depth": [Interval(Integral, 1, None, closed="left")],
+        "n_branches": [Interval(Integral, 2, None, closed="left")],
+        "leaf_budget": [Interval(Real, 1, None, closed="left"), None],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "stage1_epochs": [Interval(Integral, 0, None, closed="left")],
+        "patience": [Interval(Integral, 1, None, closed="left")],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+        "lr_features": [Interval(Real, 0, None, closed="neither")],
+        "lr_thresholds": [Interval(Real, 0, None, closed="neither")],
+        "lr_masks": [Interval(Real, 0, None, closed="neither")],
+        "lr_leaves": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "rank_gauss": ["boolean"],
+        "max_onehot_levels": [Interval(Integral, 1, None, closed="left")],
+        "device": [str],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, *, max_depth=4, n_branches=3, leaf_budget=16, n_restarts=5,
+                 max_epochs=500, stage1_epochs=40, patience=25, temperature=0.1,
+                 lr_features=0.05, lr_thresholds=0.02, lr_masks=0.05, lr_leaves=0.05,
+                 batch_size="auto", validation_fraction=0.2, rank_gauss=False,
+                 max_onehot_levels=10, device="cpu", random_state=None, verbose=0):
+        self.max_depth = max_depth
+        self.n_branches = n_branches
+        self.leaf_budget = leaf_budget
+        self.n_restarts = n_restarts
+        self.max_epochs = max_epochs
+        self.stage1_epochs = stage1_epochs
+        self.patience = patience
+        self.temperature = temperature
+        self.lr_features = lr_features
+        self.lr_thresholds = lr_thresholds
+        self.lr_masks = lr_masks
+        self.lr_leaves = lr_leaves
+        self.batch_size = batch_size
+        self.validation_fraction = validation_fraction
+        self.rank_gauss = rank_gauss
+        self.max_onehot_levels = max_onehot_levels
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        return tags
+
+    # ---------------------------------------------------------- validation
+    def _validate_fit_input(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                             "target y is None.")
+        if _is_dataframe(X):
+            validate_data(self, X, skip_check_array=True)
+            y_checked = validate_data(self, X="no_validation", y=y,
+                                      y_numeric=self._is_regressor)
+            if X.shape[0] != len(y_checked):
+                raise ValueError(f"X has {X.shape[0]} rows but y has {len(y_checked)} "
+                                 "entries.")
+            if X.shape[0] < 2:
+                raise ValueError(f"Found {X.shape[0]} sample(s); a minimum of 2 is required.")
+            return X, y_checked
+        X, y = validate_data(self, X, y, dtype=None, ensure_all_finite="allow-nan",
+                             ensure_min_samples=2, y_numeric=self._is_regressor)
+        return X, y
+
+    def _validate_predict_input(self, X):
+        check_is_fitted(self, "tree_")
+        if _is_dataframe(X):
+            validate_data(self, X, reset=False, skip_check_array=True)
+        else:
+            X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite="allow-nan")
+        return raw_table(X, self._column_kinds)
+
+    # ----------------------------------------------------------------- fit
+    def _fit(self, X, y_task, task, n_outputs, leaf_value, target_type, y_encode):
+        """Preprocess, train and export.  ``y_task`` is what the network learns."""
+        n_int_leaves = self.n_branches**self.max_depth
+        if n_int_leaves > _MAX_NOMINAL_LEAVES:
+            raise ValueError(
+                f"n_branches**max_depth = {n_int_leaves} nominal leaves is too large; "
+                f"MBNDT is meant for shallow trees (at most {_MAX_NOMINAL_LEAVES} leaves).")
+        training = _import_training()
+        rng = check_random_state(self.random_state)
+        split_seed, torch_seed, prep_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=3))
+
+        kinds = infer_column_kinds(X)
+        raw = raw_table(X, kinds)
+        self._column_kinds = kinds
+        ct = build_preprocessor(kinds, raw, self.max_onehot_levels, self.rank_gauss,
+                                target_type, prep_seed)
+        # fit_transform cross-fits the target encoder (leakage-safe training inputs);
+        # the deployment transform below is what pruning and export must mirror.
+        xt_fit = np.asarray(ct.fit_transform(raw, y_encode), dtype=np.float64)
+        xt = np.asarray(ct.transform(raw), dtype=np.float64)
+        if not (np.all(np.isfinite(xt_fit)) and np.all(np.isfinite(xt))):
+            raise ValueError("Input contains non-finite values after preprocessing "
+                             "(infinite entries in numeric columns?).")
+        if xt.shape[1] == 0:
+            raise ValueError("No usable feature after preprocessing.")
+
+        tr_idx, va_idx = self._split(y_task, task, split_seed)
+        bs = (training.auto_batch_size(tr_idx.size) if self.batch_size == "auto"
+              else int(self.batch_size))
+        cfg = training.TrainConfig(
+            depth=self.max_depth, n_branches=self.n_branches,
+            leaf_budget=None if self.leaf_budget is None else float(self.leaf_budget),
+            n_restarts=self.n_restarts, stage1_epochs=self.stage1_epochs,
+            max_epochs=self.max_epochs, patience=self.patience, tau=self.temperature,
+            lr_features=self.lr_features, lr_thresholds=self.lr_thresholds,
+            lr_masks=self.lr_masks, lr_leaves=self.lr_leaves, batch_size=bs,
+            device=self.device, verbose=self.verbose)
+        state, info = training.train_mbndt(
+            xt_fit[tr_idx], y_task[tr_idx], xt_fit[va_idx], y_task[va_idx], task, n_outputs,
+            cfg, torch_seed)
+
+        from ._model import route_numpy, torch_hard_branches
+        from ._prune import build_tree
+
+        branches = torch_hard_branches(state, xt, self.max_depth, self.n_branches,
+                                       self.temperature)
+        impute = {int(k): float(v) for k, v in numeric_impute_values(ct).items()}
+        self.tree_ = build_tree(state, branches, xt, raw, feature_map(ct), ct, kinds, impute,
+                                self.max_depth, self.n_branches, self.temperature, leaf_value,
+                                route_numpy, len(kinds))
+        self.preprocessor_ = ct
+        self.model_state_ = state
+        self.train_info_ = info
+        self.n_leaves_ = self.tree_.n_leaves
+        self.n_nominal_leaves_ = n_int_leaves
+        return self
+
+    def _split(self, y_task, task, seed):
+        n = y_task.shape[0]
+        idx = np.arange(n)
+        n_val = int(round(self.validation_fraction * n))
+        stratify = None if task == "regression" else y_task
+        if stratify is not None:
+            counts = np.bincount(stratify)
+            counts = counts[counts > 0]
+            too_small = counts.min() < 2 or n_val < counts.size or n - n_val < counts.size
+        else:
+            too_small = n_val < 2 or n - n_val < 2
+        if self.validation_fraction == 0 or too_small:
+            # Tiny data: early-stop on the training rows themselves.
+            return idx, idx
+        tr, va = train_test_split(idx, test_size=n_val, random_state=seed, stratify=stratify)
+        return np.sort(tr), np.sort(va)
+
+    # ------------------------------------------------------------- inference
+    def apply(self, X):
+        """Index of the leaf (node id in ``tree_``) reached by every sample.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of int, shape (n_samples,)
+        """
+        return self.tree_.apply(self._validate_predict_input(X))
+
+    def decision_path(self, X):
+        """Node indicator of the root-to-leaf path of every sample.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        indicator : scipy.sparse.csr_matrix of shape (n_samples, n_nodes)
+            ``indicator[i, j]`` is 1 when sample ``i`` visits node ``j``.
+        """
+        return self.tree_.decision_path(self._validate_predict_input(X))
+
+    def decision_path_length(self, X):
+        """Number of tests evaluated for every sample (the paper's path length).
+
+        Nodes whose training rows all took one branch were collapsed, so every
+        counted test can send inputs to at least two children.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of int, shape (n_samples,)
+        """
+        return self.tree_.path_length(self._validate_predict_input(X))
+
+    def get_n_leaves(self):
+        """Number of realized leaves of the exported (pruned) tree."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.n_leaves
+
+    def get_depth(self):
+        """Longest root-to-leaf path of the exported tree, in tests."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.max_depth
+
+
+_COMMON_PARAMS_DOC = """
+    Parameters
+    ----------
+    max_depth : int, default=4
+        Depth D of the nominal tree (maximum number of tests per prediction).
+    n_branches : int, default=3
+        Maximum arity B of an internal node (B - 1 ordered thresholds).
+    leaf_budget : float or None, default=16
+        Target K of the soft effective leaf count; exceeding it is penalized by an
+        augmented Lagrangian on ``[log L_soft - log K]_+``.  ``None`` disables it.
+    n_restarts : int, default=5
+        Random initializations trained together in stage 1; the one with the
+        lowest validation loss continues in stage 2.
+    max_epochs : int, default=500
+        Maximum number of stage-2 epochs.
+    stage1_epochs : int, default=40
+        Length of the restart-selection stage (patience ``patience // 3``).
+    patience : int, default=25
+        Stage-2 epochs without validation improvement before stopping.
+    temperature : float, default=0.1
+        Temperature tau of the cumulative-sigmoid soft binning, in units of the
+        standardized (or rank-Gauss) features.
+    lr_features, lr_thresholds, lr_masks, lr_leaves : float
+        Adam learning rates of the four parameter groups.
+    batch_size : int or "auto", default="auto"
+        Minibatch size; "auto" targets about eight steps per epoch (64 to 4096).
+    validation_fraction : float in [0, 1), default=0.2
+        Fraction of the training rows held out (stratified for classification)
+        for restart selection and early stopping.  0, or data too small to
+        split, early-stops on the training rows.
+    rank_gauss : bool, default=False
+        Map numeric columns through ``QuantileTransformer(output_distribution=
+        "normal")`` instead of standard scaling.
+    max_onehot_levels : int, default=10
+        Categorical columns with at most this many levels are one-hot encoded,
+        others are target encoded.
+    device : str, default="cpu"
+        Torch device used for training ("cpu", "cuda", ...).  Prediction never
+        uses torch.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the validation split, initialization and minibatch order
+        (fits are reproducible on CPU).
+    verbose : int, default=0
+        1 prints a summary, 2 one line per epoch.
+"""
+
+_COMMON_ATTRS_DOC = """
+    tree_ : MultiwayTree
+        The exported, pruned multiway tree (numpy arrays, raw feature units).
+    n_leaves_ : int
+        Realized leaves of ``tree_``.
+    n_nominal_leaves_ : int
+        ``n_branches ** max_depth``.
+    preprocessor_ : ColumnTransformer
+        Fitted preprocessing (imputation, scaling, encoders).
+    model_state_ : dict of ndarray
+        Trained network parameters (float64 numpy arrays).
+    train_info_ : dict
+        Diagnostics of training (epochs, selected restart, validation score...).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when ``X`` had string column names.
+"""
+
+
+class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
+    __doc__ = (
+        """Multi-branch neural decision tree classifier (MBNDT).
+
+    Binary problems use one logit per leaf and class-balanced binary cross
+    entropy (as in the paper); multiclass problems use a logit vector per leaf
+    and class-balanced cross entropy.  Early stopping monitors validation
+    balanced accuracy.
+""" + _COMMON_PARAMS_DOC + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+""" + _COMMON_ATTRS_DOC + """
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from clarytree.mbndt import MBNDTClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = MBNDTClassifier(random_state=0).fit(X, y)  # doctest: +SKIP
+    >>> clf.predict(X[:3])  # doctest: +SKIP
+""")
+
+    _is_regressor = False
+
+    def fit(self, X, y):
+        """Train the tree on ``(X, y)`` and export it.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Numeric and/or categorical features; missing values allowed.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : MBNDTClassifier
+        """
+        self._validate_params()
+        X, y = self._validate_fit_input(X, y)
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        n_classes = self.classes_.shape[0]
+        if n_classes < 2:
+            raise ValueError("MBNDTClassifier requires at least two classes in y; got 1 class.")
+        if n_classes == 2:
+            task, n_out, target_type = "binary", 1, "binary"
+
+            def leaf_value(logit):
+                p = 1.0 / (1.0 + np.exp(-logit[0]))
+                return np.array([1.0 - p, p])
+        else:
+            task, n_out, target_type = "multiclass", n_classes, "multiclass"
+
+            def leaf_value(logit):
+                e = np.exp(logit - logit.max())
+                return e / e.sum()
+        return self._fit(X, y_idx, task, n_out, leaf_value, target_type, y_idx)
+
+    def predict_proba(self, X):
+        """Class probabilities of the leaf each sample reaches.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        leaves = self.tree_.apply(self._validate_predict_input(X))
+        return self.tree_.value[leaves].copy()
+
+    def predict(self, X):
+        """Predicted class of every sample.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
+    __doc__ = (
+        """Multi-branch neural decision tree regressor (extension of MBNDT).
+
+    Scalar leaves trained with mean squared error on the standardized target;
+    early stopping monitors validation R^2.
+""" + _COMMON_PARAMS_DOC + """
+    Attributes
+    ----------
+""" + _COMMON_ATTRS_DOC)
+
+    _is_regressor = True
+
+    def fit(self, X, y):
+        """Train the tree on ``(X, y)`` and export it.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Real-valued target (finite).
+
+        Returns
+        -------
+        self : MBNDTRegressor
+        """
+        self._validate_params()
+        X, y = self._validate_fit_input(X, y)
+        y = np.asarray(y, dtype=np.float64)
+        mean, std = float(y.mean()), float(y.std())
+        std = std if std > 0 else 1.0
+        self.y_mean_, self.y_std_ = mean, std
+        z = (y - mean) / std
+
+        def leaf_value(logit):
+            return np.array([logit[0] * std + mean])
+
+        return self._fit(X, z, "regression", 1, leaf_value, "continuous", z)
+
+    def predict(self, X):
+        """Value of the leaf each sample reaches.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        leaves = self.tree_.apply(self._validate_predict_input(X))
+        return self.tree_.value[leaves, 0].copy()
+
+
+def export_text(estimator, *, feature_names=None, decimals=4, show_samples=False):
+    """Text rendering of a fitted MBNDT tree as nested interval / category rules.
+
+    Parameters
+    ----------
+    estimator : MBNDTClassifier or MBNDTRegressor
+        Fitted estimator.
+    feature_names : list of str, optional
+        Names of the raw input columns; defaults to ``feature_names_in_`` when the
+        estimator was fitted on a DataFrame, else ``x[0]``, ``x[1]``, ...
+    decimals : int, default=4
+        Significant digits of cut points and leaf values.
+    show_samples : bool, default=False
+        Append the number of training rows reaching each leaf.
+
+    Returns
+    -------
+    str
+    """
+    check_is_fitted(estimator, "tree_")
+    if feature_names is None and hasattr(estimator, "feature_names_in_"):
+        feature_names = [str(c) for c in estimator.feature_names_in_]
+    if feature_names is not None and len(feature_names) != estimator.n_features_in_:
+        raise ValueError(f"feature_names has {len(feature_names)} entries but the estimator "
+                         f"was fitted on {estimator.n_features_in_} features.")
+    class_names = None
+    if hasattr(estimator, "classes_"):
+        class_names = [str(c) for c in estimator.classes_]
+    return estimator.tree_.export_text(feature_names=feature_names, class_names=class_names,
+                                       decimals=decimals, show_samples=show_samples)

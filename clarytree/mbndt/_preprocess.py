@@ -1,0 +1,208 @@
+"""Column typing and the scikit-learn preprocessing pipeline of MBNDT (no torch).
+
+Raw inputs (numpy arrays or pandas DataFrames with mixed types) are turned into
+a *raw table*: numeric columns as float64 (NaN = missing) and categorical
+columns as strings (missing = ``MISSING``).  A ``ColumnTransformer`` fitted on
+training rows then builds the network input: median imputation (+ standard
+scaling, or rank-Gauss), one-hot encoding of categoricals with at most
+``max_onehot_levels`` levels and target encoding above.  ``feature_map`` records,
+for every transformed column, the raw column it comes from, which is what lets
+the exported tree test raw values.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    OneHotEncoder,
+    QuantileTransformer,
+    StandardScaler,
+    TargetEncoder,
+)
+
+MISSING = "__missing__"
+
+
+def _is_missing(v):
+    if v is None:
+        return True
+    try:
+        return bool(v != v)  # NaN, pd.NA-safe enough for scalars
+    except (TypeError, ValueError):
+        return False
+
+
+def _as_float(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+def _column_is_numeric(col):
+    """True when every non-missing entry of an object column is a real number."""
+    for v in col:
+        if _is_missing(v):
+            continue
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            return False
+    return True
+
+
+def _to_str_column(col):
+    out = np.empty(len(col), dtype=object)
+    for i, v in enumerate(col):
+        out[i] = MISSING if _is_missing(v) else str(v)
+    return out
+
+
+def infer_column_kinds(X):
+    """Return a list with ``"num"`` or ``"cat"`` for every column of ``X``.
+
+    ``X`` is a 2-D numpy array (any dtype) or a pandas DataFrame.  Numeric dtypes
+    are numeric; object/string/category columns are numeric only when every
+    non-missing value is a real number.
+    """
+    if hasattr(X, "dtypes") and hasattr(X, "iloc"):
+        kinds = []
+        for j in range(X.shape[1]):
+            col = X.iloc[:, j]
+            kind = col.dtype.kind
+            if kind in "iuf" or kind == "b":
+                kinds.append("num")
+            else:
+                vals = col.to_numpy(dtype=object)
+                kinds.append("num" if _column_is_numeric(vals) else "cat")
+        return kinds
+    X = np.asarray(X)
+    if X.dtype.kind in "iufb":
+        return ["num"] * X.shape[1]
+    return ["num" if _column_is_numeric(X[:, j]) else "cat" for j in range(X.shape[1])]
+
+
+def raw_table(X, kinds):
+    """Normalize ``X`` to a 2-D array with float numeric and str categorical columns.
+
+    Returns a float64 array when every column is numeric, else an object array.
+    """
+    is_df = hasattr(X, "dtypes") and hasattr(X, "iloc")
+    n, p = X.shape
+    if all(k == "num" for k in kinds):
+        if is_df:
+            cols = [_numeric_column(X.iloc[:, j].to_numpy(dtype=object)) for j in range(p)]
+            return np.column_stack(cols) if p else np.zeros((n, 0))
+        X = np.asarray(X)
+        if X.dtype.kind == "O":
+            return np.column_stack([_numeric_column(X[:, j]) for j in range(p)])
+        return X.astype(np.float64)
+    out = np.empty((n, p), dtype=object)
+    for j in range(p):
+        col = X.iloc[:, j].to_numpy(dtype=object) if is_df else np.asarray(X)[:, j]
+        if kinds[j] == "num":
+            out[:, j] = _numeric_column(col)
+        else:
+            out[:, j] = _to_str_column(col)
+    return out
+
+
+def _numeric_column(col):
+    col = np.asarray(col)
+    if col.dtype.kind in "iufb":
+        return col.astype(np.float64)
+    out = np.empty(len(col), dtype=np.float64)
+    for i, v in enumerate(col):
+        if _is_missing(v):
+            out[i] = np.nan
+        else:
+            try:
+                out[i] = float(v)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"Column {i} was numeric during fit but contains the non-numeric "
+                    f"value {v!r}.") from exc
+    return out
+
+
+def build_preprocessor(kinds, raw, max_onehot_levels, rank_gauss, target_type, random_state):
+    """Unfitted ``ColumnTransformer`` for a raw table with the given column kinds."""
+    num_idx = [j for j, k in enumerate(kinds) if k == "num"]
+    cat_idx = [j for j, k in enumerate(kinds) if k == "cat"]
+    low, high = [], []
+    for j in cat_idx:
+        (low if len(np.unique(raw[:, j].astype(str))) <= max_onehot_levels else high).append(j)
+    n = raw.shape[0]
+    transformers = []
+    if num_idx:
+        steps = [("float", FunctionTransformer(_as_float)),
+                 ("impute", SimpleImputer(strategy="median", keep_empty_features=True))]
+        if rank_gauss:
+            steps.append(("scale", QuantileTransformer(
+                output_distribution="normal", n_quantiles=max(2, min(1000, n)),
+                random_state=random_state)))
+        else:
+            steps.append(("scale", StandardScaler()))
+        transformers.append(("num", Pipeline(steps), num_idx))
+    if low:
+        transformers.append(("onehot", OneHotEncoder(handle_unknown="ignore",
+                                                     sparse_output=False), low))
+    if high:
+        transformers.append(("target", TargetEncoder(target_type=target_type,
+                                                     random_state=random_state), high))
+    return ColumnTransformer(transformers, sparse_threshold=0.0, remainder="drop")
+
+
+def feature_map(ct):
+    """Describe every output column of the fitted ``ColumnTransformer``.
+
+    Returns a list of tuples ``(kind, raw_column, info)`` where ``kind`` is
+    ``"num"`` (info: position inside the numeric block), ``"onehot"`` (info: the
+    category) or ``"target"`` (info: ``(encoder_feature, class_index)``).
+    """
+    out = []
+    for name, trans, cols in ct.transformers_:
+        if name == "num":
+            out.extend(("num", j, pos) for pos, j in enumerate(cols))
+        elif name == "onehot":
+            for j, cats in zip(cols, trans.categories_, strict=True):
+                out.extend(("onehot", j, c) for c in cats)
+        elif name == "target":
+            n_cls = len(trans.classes_) if trans.target_type_ == "multiclass" else 1
+            for f, j in enumerate(cols):
+                out.extend(("target", j, (f, c)) for c in range(n_cls))
+    return out
+
+
+def numeric_impute_values(ct):
+    """Median used for missing values of every numeric raw column: {raw_col: value}."""
+    for name, trans, cols in ct.transformers_:
+        if name == "num":
+            return dict(zip(cols, trans.named_steps["impute"].statistics_, strict=True))
+    return {}
+
+
+def numeric_inverse(ct, pos, values):
+    """Map transformed values of numeric block column ``pos`` back to raw units."""
+    for name, trans, cols in ct.transformers_:
+        if name == "num":
+            scale = trans.named_steps["scale"]
+            arr = np.zeros((len(values), len(cols)))
+            arr[:, pos] = values
+            return scale.inverse_transform(arr)[:, pos]
+    raise KeyError("no numeric block")
+
+
+def target_encoding_table(ct, info):
+    """(categories, encoded values, value for unknown categories) of a target-encoded column."""
+    f, c = info
+    for name, trans, _ in ct.transformers_:
+        if name == "target":
+            if trans.target_type_ == "multiclass":
+                n_cls = len(trans.classes_)
+                enc = trans.encodings_[f * n_cls + c]
+                default = float(np.asarray(trans.target_mean_)[c])
+            else:
+                enc = trans.encodings_[f]
+                default = float(trans.target_mean_)
+            return np.asarray(trans.categories_[f], dtype=object), np.asarray(enc), default
+    raise KeyError("no target block")

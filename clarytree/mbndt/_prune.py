@@ -1,0 +1,173 @@
+"""Train-path pruning of a trained MBNDT and conversion to a :class:`MultiwayTree`.
+
+Pruning (paper Sec. IV-C): a branch survives when at least one training row
+takes it under hard routing; an input that would take a removed branch goes to
+the nearest surviving branch in threshold order (the lower one on a tie).  A
+node left with a single surviving branch makes no decision and is collapsed
+into its child, so path lengths count real tests only.
+
+Conversion: at a numeric node the pruned hard routing is a non-decreasing step
+function of the node score (masked cumulative-logit probabilities have
+monotone likelihood ratios), so it is fully described by one cut point per
+pair of adjacent surviving branches.  The cut is located by bisection on the
+actual masked-argmax routing (not at the learned thresholds, which it differs
+from once masks are uneven or ``B >= 3``), mapped back to raw units through
+the inverse of the fitted scaler, and finally clipped between the raw values
+of the training rows on either side, so that the exported tree reproduces the
+torch routing exactly on every training row.
+"""
+
+import numpy as np
+
+from ._preprocess import numeric_inverse, target_encoding_table
+
+
+def _redirect_table(used, n_branches):
+    used = np.asarray(sorted(used))
+    table = np.empty(n_branches, dtype=np.intp)
+    for b in range(n_branches):
+        table[b] = used[np.argmin(np.abs(used - b))]  # argmin picks the lower on ties
+    return table
+
+
+def used_branches(branches, depth, n_branches, offsets):
+    """Set of branches taken at every internal node by the rows of ``branches`` (n, N)."""
+    n = branches.shape[0]
+    used = [set() for _ in range(branches.shape[1])]
+    idx = np.zeros(n, dtype=np.intp)
+    for d in range(depth):
+        j = offsets[d] + idx
+        b = branches[np.arange(n), j]
+        for jj, bb in set(zip(j.tolist(), b.tolist(), strict=True)):
+            used[jj].add(bb)
+        idx = idx * n_branches + b
+    return used, idx
+
+
+def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, depth,
+               n_branches, tau, leaf_value, route_fn, n_features):
+    """Prune the trained tree along the training paths and export it.
+
+    Parameters
+    ----------
+    state : dict of ndarray
+        Float64 parameters of the trained tree.
+    branches : ndarray (n, N)
+        Torch hard branch of every internal node for every training row.
+    xt : ndarray (n, p_t)
+        Preprocessed training rows (deployment transform).
+    raw : ndarray (n, p)
+        Raw table of the training rows.
+    fmap : list
+        Output of :func:`feature_map`.
+    ct : ColumnTransformer
+        The fitted preprocessor.
+    leaf_value : callable
+        Maps a leaf's raw outputs to the stored prediction.
+    route_fn : callable
+        ``route_fn(z, thr, mask_logit, tau)`` -> hard branch (numpy reference).
+
+    Returns
+    -------
+    MultiwayTree
+    """
+    from ._tree import MultiwayTree
+
+    B = n_branches
+    offsets = [0]
+    for d in range(depth):
+        offsets.append(offsets[-1] + B**d)
+    used, _ = used_branches(branches, depth, B, offsets)
+    thr = state["thr_base"][:, None] + np.cumsum(np.logaddexp(0.0, state["thr_gap"]), axis=1)
+    feat = state["feat_logits"].argmax(1)
+    nodes = []
+
+    def route(j, z):
+        table = _redirect_table(used[j], B)
+        return table[route_fn(np.atleast_1d(np.asarray(z, dtype=np.float64)), thr[j],
+                              state["mask_logit"][j], tau)]
+
+    def raw_numeric(rows, c):
+        x = raw[rows, c].astype(np.float64)
+        return np.where(np.isnan(x), impute_values[c], x)
+
+    def rec(d, i, rows, n_tests):
+        while d < depth:
+            j = offsets[d] + i
+            u = sorted(used[j])
+            if len(u) > 1:
+                break
+            d, i = d + 1, i * B + u[0]  # single surviving branch: no test here
+        me = len(nodes)
+        if d == depth:
+            logit = state["leaf"][i]
+            nodes.append({"feature": -1, "depth": n_tests, "n_samples": rows.size,
+                          "origin": i, "value": leaf_value(logit), "logit": logit})
+            return me
+        node = {"depth": n_tests, "n_samples": rows.size}
+        nodes.append(node)
+        f = int(feat[j])
+        kind, c, info = fmap[f]
+        node["feature"] = int(c)
+        br = branches[rows, j]
+        pos = {b: k for k, b in enumerate(u)}
+        if kind == "num":
+            node["cuts"] = _numeric_cuts(route, j, u, xt[rows, f], br, raw_numeric(rows, c),
+                                         lambda v, p=info: numeric_inverse(ct, p, v))
+        else:
+            node["categorical"] = True
+            if kind == "onehot":
+                cats = np.asarray([info], dtype=object)
+                cat_z = np.array([1.0])
+                default_z = 0.0
+            else:
+                cats, cat_z, default_z = target_encoding_table(ct, info)
+            col = raw[rows, c]
+            child = []
+            for cat, zc in zip(cats, cat_z, strict=True):
+                hit = col == cat
+                b = int(br[hit][0]) if np.any(hit) else int(route(j, zc)[0])
+                child.append(pos[b])
+            if kind == "onehot":
+                other = br[col != info]
+                b0 = int(other[0]) if other.size else int(route(j, default_z)[0])
+            else:
+                b0 = int(route(j, default_z)[0])
+            node["cat_values"], node["cat_child"], node["default"] = list(cats), child, pos[b0]
+        kids = []
+        for b in u:
+            kids.append(rec(d + 1, i * B + b, rows[br == b], n_tests + 1))
+        node["children"] = kids
+        return me
+
+    rec(0, 0, np.arange(xt.shape[0]), 0)
+    return MultiwayTree(nodes, column_kinds, impute_values, n_features)
+
+
+def _numeric_cuts(route, j, used, z, br, x_raw, inverse):
+    """Raw-unit cut points between consecutive surviving branches of node ``j``."""
+    cuts = []
+    for k in range(len(used) - 1):
+        low, high = br <= used[k], br >= used[k + 1]
+        a, b = float(z[low].max()), float(z[high].min())
+        # Bisection on the pruned hard routing: largest score still routed low.
+        if route(j, a)[0] <= used[k] and route(j, b)[0] > used[k]:
+            for _ in range(200):
+                mid = 0.5 * (a + b)
+                if mid <= a or mid >= b:
+                    break
+                if route(j, mid)[0] <= used[k]:
+                    a = mid
+                else:
+                    b = mid
+        ideal = float(inverse(np.array([a]))[0])
+        lo, hi = float(x_raw[low].max()), float(x_raw[high].min())
+        cut = ideal
+        if not (lo <= cut < hi):
+            # Only rows within rounding distance of the boundary can disagree:
+            # keep every training row on the side torch routed it to.
+            cut = lo if cut < lo else 0.5 * (lo + hi)
+            if not (lo <= cut < hi):
+                cut = lo
+        cuts.append(cut)
+    return cuts

@@ -1,0 +1,254 @@
+"""Training loop of MBNDT (imports torch; only imported lazily from ``fit``).
+
+Two stages, as in the paper's appendix: all restarts train together (batched
+along the restart axis) for a short stage 1 that keeps, per restart, the
+checkpoint with the lowest validation loss; the best restart then trains alone
+in stage 2, early-stopped on validation balanced accuracy (R^2 for regression)
+with validation loss as tie-break.  The leaf-budget multiplier is carried from
+stage 1 into stage 2.
+"""
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from ._model import MBNDTModule, init_parameters, log_soft_leaf_count
+
+
+@dataclass
+class TrainConfig:
+    depth: int
+    n_branches: int
+    leaf_budget: float | None
+    n_restarts: int
+    stage1_epochs: int
+    max_epochs: int
+    patience: int
+    tau: float
+    lr_features: float
+    lr_thresholds: float
+    lr_masks: float
+    lr_leaves: float
+    batch_size: int
+    budget_rho: float = 0.03
+    budget_step: float = 0.003
+    budget_ema: float = 0.5
+    device: str = "cpu"
+    verbose: int = 0
+
+
+def auto_batch_size(n):
+    """Batch size from the training size: ~8 steps per epoch, within [64, 4096]."""
+    return int(min(max(64, 2 ** round(math.log2(max(n, 1) / 8))), 4096, max(n, 1)))
+
+
+class _Task:
+    """Loss and validation score of one learning task, vectorized over restarts."""
+
+    def __init__(self, kind, y, n_classes, device):
+        self.kind = kind
+        if kind == "regression":
+            self.y = torch.as_tensor(y, dtype=torch.float32, device=device)
+            self.weight = None
+        else:
+            yy = np.asarray(y, dtype=np.int64)
+            counts = np.bincount(yy, minlength=n_classes).astype(np.float64)
+            # Class-balanced weights n / (C * n_c): every class carries equal total weight.
+            w = yy.size / (n_classes * np.maximum(counts, 1.0))
+            self.class_weight = torch.as_tensor(w, dtype=torch.float32, device=device)
+            self.y = torch.as_tensor(yy, device=device)
+            self.n_classes = n_classes
+
+    def loss(self, out, idx=None):
+        """Mean loss per restart, shape (R,).  ``out`` is (R, n, n_outputs)."""
+        y = self.y if idx is None else self.y[idx]
+        if self.kind == "regression":
+            return ((out[..., 0] - y) ** 2).mean(1)
+        w = self.class_weight[y]
+        if self.kind == "binary":
+            target = y.to(out.dtype).expand(out.shape[0], -1)
+            lv = F.binary_cross_entropy_with_logits(out[..., 0], target, reduction="none")
+        else:
+            R, n, C = out.shape
+            lv = F.cross_entropy(out.reshape(R * n, C), y.repeat(R), reduction="none")
+            lv = lv.view(R, n)
+        return (lv * w).sum(1) / w.sum()
+
+    def score(self, out):
+        """Validation score per restart (higher is better), shape (R,)."""
+        if self.kind == "regression":
+            y = self.y
+            sst = ((y - y.mean()) ** 2).sum().clamp_min(1e-12)
+            return 1.0 - ((out[..., 0] - y) ** 2).sum(1) / sst
+        if self.kind == "binary":
+            pred = (out[..., 0] > 0).long()
+        else:
+            pred = out.argmax(-1)
+        correct = (pred == self.y).to(out.dtype)  # (R, n)
+        onehot = F.one_hot(self.y, self.n_classes).to(out.dtype)  # (n, C)
+        present = onehot.sum(0) > 0
+        recall = (correct @ onehot)[:, present] / onehot.sum(0)[present]
+        return recall.mean(1)
+
+
+def _make_optimizer(model, cfg):
+    return torch.optim.Adam([
+        {"params": [model.feat_logits], "lr": cfg.lr_features},
+        {"params": [model.thr_base, model.thr_gap], "lr": cfg.lr_thresholds},
+        {"params": [model.mask_logit], "lr": cfg.lr_masks},
+        {"params": [model.leaf], "lr": cfg.lr_leaves},
+    ])
+
+
+class _Budget:
+    """Augmented-Lagrangian leaf budget on the log scale, one multiplier per restart."""
+
+    def __init__(self, cfg, n_restarts, device):
+        self.active = cfg.leaf_budget is not None
+        self.log_k = math.log(cfg.leaf_budget) if self.active else 0.0
+        self.rho, self.step, self.ema_coef = cfg.budget_rho, cfg.budget_step, cfg.budget_ema
+        self.mu = torch.zeros(n_restarts, device=device)
+        self.ema = torch.zeros(n_restarts, device=device)
+        self.acc = torch.zeros(n_restarts, device=device)
+        self.n = 0
+
+    def penalty(self, soft_leaf):
+        v = (log_soft_leaf_count(soft_leaf) - self.log_k).clamp_min(0)
+        self.acc += v.detach()
+        self.n += 1
+        return self.mu * v + 0.5 * self.rho * v * v
+
+    def end_epoch(self):
+        if not self.active or self.n == 0:
+            return
+        mean_v = self.acc / self.n
+        self.ema = self.ema_coef * self.ema + (1 - self.ema_coef) * mean_v
+        self.mu = (self.mu + self.step * self.ema).clamp_min(0)
+        self.acc.zero_()
+        self.n = 0
+
+    def select(self, r):
+        self.mu = self.mu[r:r + 1].clone()
+        self.ema = self.ema[r:r + 1].clone()
+        self.acc = self.acc[r:r + 1].clone()
+
+
+def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, patience,
+               select_on_loss, log_prefix):
+    """Train all restarts of ``model`` for up to ``n_epochs``; keep per-restart best states.
+
+    Returns the best states (list of numpy dicts), best validation losses and scores.
+    """
+    R = model.feat_logits.shape[0]
+    opt = _make_optimizer(model, cfg)
+    n = x_tr.shape[0]
+    bs = min(cfg.batch_size, n)
+    n_batches = max(1, n // bs)  # drop the ragged tail: stable batch statistics
+    best_key = [(-math.inf, -math.inf)] * R
+    best_loss = np.full(R, np.inf)
+    best_score = np.full(R, -np.inf)
+    best_states = [model.state_numpy(r) for r in range(R)]
+    since = np.zeros(R, dtype=np.int64)
+    for epoch in range(n_epochs):
+        model.train()
+        perm = torch.randperm(n, generator=gen).to(x_tr.device)
+        for b in range(n_batches):
+            idx = perm[b * bs:(b + 1) * bs]
+            out, soft = model(x_tr[idx], need_soft=budget.active)
+            loss = task_tr.loss(out, idx)
+            if budget.active:
+                loss = loss + budget.penalty(soft)
+            opt.zero_grad(set_to_none=True)
+            loss.sum().backward()
+            opt.step()
+        budget.end_epoch()
+        with torch.no_grad():
+            out_va, _ = model(x_va, need_soft=False)
+            vloss = task_va.loss(out_va).cpu().numpy()
+            vscore = task_va.score(out_va).cpu().numpy()
+        for r in range(R):
+            key = (-vloss[r],) if select_on_loss else (vscore[r], -vloss[r])
+            if key > best_key[r][: len(key)] and not np.isnan(vloss[r]):
+                best_key[r] = key + (0.0,) * (2 - len(key))
+                best_loss[r], best_score[r] = vloss[r], vscore[r]
+                best_states[r] = model.state_numpy(r)
+                since[r] = 0
+            else:
+                since[r] += 1
+        if cfg.verbose >= 2:
+            print(f"[MBNDT] {log_prefix} epoch {epoch + 1}: val loss {np.round(vloss, 4)} "
+                  f"score {np.round(vscore, 4)} mu {np.round(budget.mu.cpu().numpy(), 4)}")
+        if np.all(since >= patience):
+            break
+    return best_states, best_loss, best_score, epoch + 1
+
+
+def train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
+    """Fit one MBNDT tree and return its parameters as float64 numpy arrays.
+
+    Parameters
+    ----------
+    x_tr, x_va : ndarray of float
+        Preprocessed training / early-stopping inputs.
+    y_tr, y_va : ndarray
+        Class indices (classification) or standardized targets (regression).
+    task : {"binary", "multiclass", "regression"}
+    n_outputs : int
+        Width of a leaf value (1 for binary and regression, C for multiclass).
+    cfg : TrainConfig
+    seed : int
+        Seed of the initialization and minibatch order.
+
+    Returns
+    -------
+    state : dict of ndarray
+    info : dict
+        Training diagnostics (epochs, validation loss/score, multiplier, time).
+    """
+    t0 = time.perf_counter()
+    device = torch.device(cfg.device)
+    rng = np.random.default_rng(seed)
+    gen = torch.Generator().manual_seed(int(seed))
+    n_classes = n_outputs if task == "multiclass" else 2
+    states = init_parameters(x_tr, y_tr, cfg.n_restarts, cfg.depth, cfg.n_branches, n_outputs,
+                             task, rng)
+    model = MBNDTModule(cfg.n_restarts, x_tr.shape[1], cfg.depth, cfg.n_branches, n_outputs,
+                        cfg.tau).to(device)
+    model.load_numpy(states)
+    xt = torch.as_tensor(np.ascontiguousarray(x_tr, dtype=np.float32), device=device)
+    xv = torch.as_tensor(np.ascontiguousarray(x_va, dtype=np.float32), device=device)
+    task_tr = _Task(task, y_tr, n_classes, device)
+    # Validation loss uses the training class weights so both stages see one objective.
+    task_va = _Task(task, y_va, n_classes, device)
+    if task != "regression":
+        task_va.class_weight = task_tr.class_weight
+    budget = _Budget(cfg, cfg.n_restarts, device)
+
+    info = {}
+    if cfg.n_restarts > 1 and cfg.stage1_epochs > 0:
+        best, bl, bs_, ep1 = _run_stage(
+            model, budget, task_tr, task_va, xt, xv, cfg, gen, cfg.stage1_epochs,
+            max(1, cfg.patience // 3), True, "stage 1")
+        r = int(np.argmin(np.where(np.isfinite(bl), bl, np.inf)))
+        info.update(stage1_epochs=ep1, stage1_val_loss=bl.tolist(), selected_restart=r)
+        start = best[r]
+        budget.select(r)
+    else:
+        start = states[0]
+        budget.select(0)
+        info.update(stage1_epochs=0, selected_restart=0)
+    model = MBNDTModule(1, x_tr.shape[1], cfg.depth, cfg.n_branches, n_outputs,
+                        cfg.tau).to(device)
+    model.load_numpy([start])
+    best, bl, bsc, ep2 = _run_stage(model, budget, task_tr, task_va, xt, xv, cfg, gen,
+                                    cfg.max_epochs, cfg.patience, False, "stage 2")
+    info.update(stage2_epochs=ep2, val_loss=float(bl[0]), val_score=float(bsc[0]),
+                mu=float(budget.mu[0]), fit_seconds=time.perf_counter() - t0)
+    if cfg.verbose:
+        print(f"[MBNDT] stage 1: {info['stage1_epochs']} epochs, stage 2: {ep2} epochs, "
+              f"val score {bsc[0]:.4f}, {info['fit_seconds']:.2f} s")
+    return best[0], info

@@ -1,0 +1,204 @@
+"""The exported MBNDT tree: an explicit multiway tree in plain numpy arrays.
+
+No torch here.  Nodes are numbered in breadth-first order (children always have
+larger ids than their parent).  An internal node tests one *raw* input column:
+
+* numeric node: ``n_children - 1`` increasing cut points ``c``; a value ``x``
+  goes to child ``k`` when ``c[k-1] < x <= c[k]`` (missing values are first
+  replaced by the training median, exactly as the fitted imputer does);
+* categorical node: a table ``category -> child``; any category not in the
+  table (unseen or missing-but-unseen) goes to ``default_child``.
+"""
+
+import numpy as np
+from scipy import sparse
+
+from ._preprocess import MISSING
+
+
+class MultiwayTree:
+    """Deterministic multiway tree with interval / category-set tests.
+
+    Attributes
+    ----------
+    feature : ndarray of int, shape (n_nodes,)
+        Raw input column tested at each node, ``-1`` for leaves.
+    is_categorical : ndarray of bool, shape (n_nodes,)
+    children_ptr, children : ndarray of int
+        CSR layout: the children of node ``i`` are
+        ``children[children_ptr[i]:children_ptr[i + 1]]``, in threshold order.
+    cuts_ptr, cuts : ndarray
+        CSR layout of the cut points of numeric nodes (raw units).
+    cat_ptr, cat_values, cat_child : ndarray
+        CSR layout of the category tables of categorical nodes (child positions).
+    default_child : ndarray of int, shape (n_nodes,)
+        Child position taken by unlisted categories (categorical nodes), else -1.
+    value : ndarray of shape (n_nodes, n_outputs)
+        Prediction stored at leaves (class probabilities or regression value).
+    leaf_logit : ndarray of shape (n_nodes, n_logits)
+        Raw leaf outputs of the trained network (NaN for internal nodes).
+    leaf_origin : ndarray of int, shape (n_nodes,)
+        Index of the leaf in the nominal full B-ary tree, ``-1`` for internal nodes.
+    depth : ndarray of int, shape (n_nodes,)
+        Number of tests on the path from the root.
+    n_node_samples : ndarray of int, shape (n_nodes,)
+        Training rows reaching each node.
+    impute_values : dict
+        Median of every numeric raw column (used for missing values).
+    column_kinds : list of str
+        ``"num"`` or ``"cat"`` for every raw column.
+    """
+
+    def __init__(self, nodes, column_kinds, impute_values, n_features):
+        n = len(nodes)
+        self.column_kinds = list(column_kinds)
+        self.impute_values = dict(impute_values)
+        self.n_features = n_features
+        self.feature = np.array([nd["feature"] for nd in nodes], dtype=np.intp)
+        self.is_categorical = np.array([nd.get("categorical", False) for nd in nodes], bool)
+        self.depth = np.array([nd["depth"] for nd in nodes], dtype=np.intp)
+        self.n_node_samples = np.array([nd["n_samples"] for nd in nodes], dtype=np.intp)
+        self.leaf_origin = np.array([nd.get("origin", -1) for nd in nodes], dtype=np.intp)
+        self.default_child = np.array([nd.get("default", -1) for nd in nodes], dtype=np.intp)
+        n_out = len(next(nd["value"] for nd in nodes if nd["feature"] < 0))
+        n_logit = len(next(nd["logit"] for nd in nodes if nd["feature"] < 0))
+        self.value = np.zeros((n, n_out))
+        self.leaf_logit = np.full((n, n_logit), np.nan)
+        for i, nd in enumerate(nodes):
+            if nd["feature"] < 0:
+                self.value[i] = nd["value"]
+                self.leaf_logit[i] = nd["logit"]
+        self.children_ptr, self.children = _csr([nd.get("children", []) for nd in nodes], np.intp)
+        self.cuts_ptr, self.cuts = _csr([nd.get("cuts", []) for nd in nodes], np.float64)
+        self.cat_ptr, self.cat_values = _csr([nd.get("cat_values", []) for nd in nodes], object)
+        _, self.cat_child = _csr([nd.get("cat_child", []) for nd in nodes], np.intp)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def node_count(self):
+        return self.feature.shape[0]
+
+    @property
+    def n_leaves(self):
+        return int(np.sum(self.feature < 0))
+
+    @property
+    def max_depth(self):
+        return int(self.depth.max())
+
+    # ------------------------------------------------------------- traversal
+    def _columns(self, raw):
+        """Per-column arrays ready for testing (numeric: imputed float)."""
+        return raw
+
+    def _child_positions(self, node, col):
+        """Child position (not id) taken at ``node`` by the raw values ``col``."""
+        if self.is_categorical[node]:
+            s, e = self.cat_ptr[node], self.cat_ptr[node + 1]
+            table = dict(zip(self.cat_values[s:e], self.cat_child[s:e], strict=True))
+            default = self.default_child[node]
+            return np.fromiter((table.get(v, default) for v in col), dtype=np.intp,
+                               count=len(col))
+        x = np.asarray(col, dtype=np.float64)
+        x = np.where(np.isnan(x), self.impute_values[self.feature[node]], x)
+        cuts = self.cuts[self.cuts_ptr[node]:self.cuts_ptr[node + 1]]
+        return np.searchsorted(cuts, x, side="left")
+
+    def _walk(self, raw, record_path=False):
+        n = raw.shape[0]
+        node_of = np.zeros(n, dtype=np.intp)
+        visits = [] if record_path else None
+        if record_path:
+            visits.append((np.arange(n), np.zeros(n, dtype=np.intp)))
+        for node in np.flatnonzero(self.feature >= 0):  # BFS order: parents first
+            rows = np.flatnonzero(node_of == node)
+            if rows.size == 0:
+                continue
+            pos = self._child_positions(node, raw[rows, self.feature[node]])
+            kids = self.children[self.children_ptr[node] + pos]
+            node_of[rows] = kids
+            if record_path:
+                visits.append((rows, kids))
+        return node_of, visits
+
+    def apply(self, raw):
+        """Leaf id reached by every row of a raw table."""
+        return self._walk(raw)[0]
+
+    def decision_path(self, raw):
+        """Sparse (n_samples, n_nodes) indicator of the nodes each row visits."""
+        n = raw.shape[0]
+        _, visits = self._walk(raw, record_path=True)
+        rows = np.concatenate([v[0] for v in visits])
+        cols = np.concatenate([v[1] for v in visits])
+        data = np.ones(rows.shape[0], dtype=np.intp)
+        return sparse.csr_matrix((data, (rows, cols)), shape=(n, self.node_count))
+
+    def path_length(self, raw):
+        """Number of tests on the path of every row (depth of its leaf)."""
+        return self.depth[self.apply(raw)]
+
+    # ---------------------------------------------------------------- export
+    def export_text(self, feature_names=None, class_names=None, decimals=4, show_samples=False):
+        """Indented interval rules; see :func:`clarytree.mbndt.export_text`."""
+        if feature_names is None:
+            feature_names = [f"x[{j}]" for j in range(self.n_features)]
+        lines = []
+
+        def fmt(v):
+            return f"{v:.{decimals}g}" if decimals is not None else repr(float(v))
+
+        def leaf_text(node):
+            val = self.value[node]
+            if class_names is not None:
+                k = int(np.argmax(val))
+                probs = ", ".join(fmt(p) for p in val)
+                txt = f"class: {class_names[k]}  (proba: [{probs}])"
+            else:
+                txt = f"value: {fmt(val[0])}"
+            if show_samples:
+                txt += f"  [samples: {self.n_node_samples[node]}]"
+            return txt
+
+        def rec(node, indent):
+            if self.feature[node] < 0:
+                lines.append(f"{indent}|--- {leaf_text(node)}")
+                return
+            name = feature_names[self.feature[node]]
+            kids = self.children[self.children_ptr[node]:self.children_ptr[node + 1]]
+            if self.is_categorical[node]:
+                s, e = self.cat_ptr[node], self.cat_ptr[node + 1]
+                vals, pos = self.cat_values[s:e], self.cat_child[s:e]
+                for k, kid in enumerate(kids):
+                    members = [("<missing>" if v == MISSING else str(v)) for v, q in
+                               zip(vals, pos, strict=True) if q == k]
+                    if k == self.default_child[node]:
+                        members.append("<other>")
+                    lines.append(f"{indent}|--- {name} in {{{', '.join(members)}}}")
+                    rec(kid, indent + "|   ")
+            else:
+                cuts = self.cuts[self.cuts_ptr[node]:self.cuts_ptr[node + 1]]
+                for k, kid in enumerate(kids):
+                    if k == 0:
+                        cond = f"{name} <= {fmt(cuts[0])}"
+                    elif k == len(kids) - 1:
+                        cond = f"{name} >  {fmt(cuts[-1])}"
+                    else:
+                        cond = f"{fmt(cuts[k - 1])} < {name} <= {fmt(cuts[k])}"
+                    lines.append(f"{indent}|--- {cond}")
+                    rec(kid, indent + "|   ")
+
+        rec(0, "")
+        return "\n".join(lines) + "\n"
+
+
+def _csr(lists, dtype):
+    ptr = np.zeros(len(lists) + 1, dtype=np.intp)
+    ptr[1:] = np.cumsum([len(v) for v in lists])
+    flat = np.empty(ptr[-1], dtype=dtype)
+    k = 0
+    for v in lists:
+        for item in v:
+            flat[k] = item
+            k += 1
+    return ptr, flat
