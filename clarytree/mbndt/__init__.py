@@ -110,9 +110,10 @@ class _BaseMBNDT(BaseEstimator):
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              "target y is None.")
         if _is_dataframe(X):
-            validate_data(self, X, skip_check_array=True)
+            # y first: validating "no_validation" X would reset the feature names.
             y_checked = validate_data(self, X="no_validation", y=y,
                                       y_numeric=self._is_regressor)
+            validate_data(self, X, skip_check_array=True)
             if X.shape[0] != len(y_checked):
                 raise ValueError(f"X has {X.shape[0]} rows but y has {len(y_checked)} "
                                  "entries.")
@@ -218,7 +219,8 @@ class _BaseMBNDT(BaseEstimator):
         -------
         ndarray of int, shape (n_samples,)
         """
-        return self.tree_.apply(self._validate_predict_input(X))
+        raw = self._validate_predict_input(X)
+        return self.tree_.apply(raw)
 
     def decision_path(self, X):
         """Node indicator of the root-to-leaf path of every sample.
@@ -232,7 +234,8 @@ class _BaseMBNDT(BaseEstimator):
         indicator : scipy.sparse.csr_matrix of shape (n_samples, n_nodes)
             ``indicator[i, j]`` is 1 when sample ``i`` visits node ``j``.
         """
-        return self.tree_.decision_path(self._validate_predict_input(X))
+        raw = self._validate_predict_input(X)
+        return self.tree_.decision_path(raw)
 
     def decision_path_length(self, X):
         """Number of tests evaluated for every sample (the paper's path length).
@@ -248,7 +251,8 @@ class _BaseMBNDT(BaseEstimator):
         -------
         ndarray of int, shape (n_samples,)
         """
-        return self.tree_.path_length(self._validate_predict_input(X))
+        raw = self._validate_predict_input(X)
+        return self.tree_.path_length(raw)
 
     def get_n_leaves(self):
         """Number of realized leaves of the exported (pruned) tree."""
@@ -396,7 +400,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        leaves = self.tree_.apply(self._validate_predict_input(X))
+        raw = self._validate_predict_input(X)
+        leaves = self.tree_.apply(raw)
         return self.tree_.value[leaves].copy()
 
     def predict(self, X):
@@ -410,7 +415,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
 
 class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
@@ -463,7 +469,8 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         -------
         ndarray of shape (n_samples,)
         """
-        leaves = self.tree_.apply(self._validate_predict_input(X))
+        raw = self._validate_predict_input(X)
+        leaves = self.tree_.apply(raw)
         return self.tree_.value[leaves, 0].copy()
 
 

@@ -11,8 +11,6 @@ Every parameter tensor carries a leading *restart* axis ``R`` so that several
 random restarts train in one batched forward pass.
 """
 
-import math
-
 import numpy as np
 import torch
 from torch import nn
@@ -53,6 +51,29 @@ class _Entmax15(torch.autograd.Function):
 def entmax15(x):
     """1.5-entmax of ``x`` along the last axis (sparse probabilities)."""
     return _Entmax15.apply(x)
+
+
+class _STEntmaxArgmax(torch.autograd.Function):
+    """One-hot argmax in the forward pass, 1.5-entmax Jacobian in the backward pass.
+
+    Equivalent to ``w + sg(onehot(argmax w) - w)`` with ``w = entmax15(x)`` (paper
+    Eq. 3-4) in a single autograd node, which matters because the tree is small
+    and per-operation overhead dominates training time.
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        _Entmax15.forward(ctx, x)  # saves the entmax output for backward
+        return F.one_hot(x.argmax(-1), x.shape[-1]).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return _Entmax15.backward(ctx, grad_out)
+
+
+def st_entmax_argmax(x):
+    """Straight-through hard feature choice with 1.5-entmax gradients."""
+    return _STEntmaxArgmax.apply(x)
 
 
 def tree_sizes(depth, n_branches):
@@ -143,9 +164,7 @@ class MBNDTModule(nn.Module):
         soft_leaf : Tensor (R, n, L) or None
             Soft reach probability of every leaf under the masked soft routing.
         """
-        w = entmax15(self.feat_logits)  # (R, N, p)
-        hard_w = F.one_hot(w.argmax(-1), w.shape[-1]).to(w.dtype)
-        w_st = w + (hard_w - w).detach()
+        w_st = st_entmax_argmax(self.feat_logits)  # (R, N, p), one-hot forward
         z = torch.matmul(x, w_st.transpose(1, 2))  # (R, n, N)
         p_soft = self.routing_probs(z)  # (R, n, N, B)
         hard_r = F.one_hot(p_soft.argmax(-1), self.n_branches).to(p_soft.dtype)
@@ -309,5 +328,3 @@ def log_soft_leaf_count(soft_leaf):
     return -torch.log((a * a).sum(-1).clamp_min(1e-30))
 
 
-__all__ = ["entmax15", "MBNDTModule", "init_parameters", "tree_sizes", "route_numpy",
-           "torch_hard_leaves", "torch_hard_branches", "log_soft_leaf_count", "math"]

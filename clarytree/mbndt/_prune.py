@@ -82,8 +82,12 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
     feat = state["feat_logits"].argmax(1)
     nodes = []
 
+    tables = {}
+
     def route(j, z):
-        table = _redirect_table(used[j], B)
+        if j not in tables:
+            tables[j] = _redirect_table(used[j], B)
+        table = tables[j]
         return table[route_fn(np.atleast_1d(np.asarray(z, dtype=np.float64)), thr[j],
                               state["mask_logit"][j], tau)]
 

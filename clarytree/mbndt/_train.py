@@ -42,8 +42,12 @@ class TrainConfig:
 
 
 def auto_batch_size(n):
-    """Batch size from the training size: ~8 steps per epoch, within [64, 4096]."""
-    return int(min(max(64, 2 ** round(math.log2(max(n, 1) / 8))), 4096, max(n, 1)))
+    """Batch size from the training size: a power of two near ``n / 4``, within [32, 4096].
+
+    Small trees are cheap per sample, so few larger steps per epoch keep the
+    per-step overhead low without starving small data sets of updates.
+    """
+    return int(min(max(32, 2 ** round(math.log2(max(n, 1) / 4))), 4096, max(n, 1)))
 
 
 class _Task:
@@ -145,9 +149,12 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
     """
     R = model.feat_logits.shape[0]
     opt = _make_optimizer(model, cfg)
+    import os
+    gamma = float(os.environ.get("GAMMA", "1.0")) if not select_on_loss else 1.0
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma)
     n = x_tr.shape[0]
     bs = min(cfg.batch_size, n)
-    n_batches = max(1, n // bs)  # drop the ragged tail: stable batch statistics
+    n_batches = -(-n // bs)
     best_key = [(-math.inf, -math.inf)] * R
     best_loss = np.full(R, np.inf)
     best_score = np.full(R, -np.inf)
@@ -156,16 +163,19 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
     for epoch in range(n_epochs):
         model.train()
         perm = torch.randperm(n, generator=gen).to(x_tr.device)
+        tr_loss = torch.zeros(R, device=x_tr.device)
         for b in range(n_batches):
             idx = perm[b * bs:(b + 1) * bs]
             out, soft = model(x_tr[idx], need_soft=budget.active)
             loss = task_tr.loss(out, idx)
+            tr_loss += loss.detach() * (idx.shape[0] / n)
             if budget.active:
                 loss = loss + budget.penalty(soft)
             opt.zero_grad(set_to_none=True)
             loss.sum().backward()
             opt.step()
         budget.end_epoch()
+        sched.step()
         with torch.no_grad():
             out_va, _ = model(x_va, need_soft=False)
             vloss = task_va.loss(out_va).cpu().numpy()
@@ -180,7 +190,8 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
             else:
                 since[r] += 1
         if cfg.verbose >= 2:
-            print(f"[MBNDT] {log_prefix} epoch {epoch + 1}: val loss {np.round(vloss, 4)} "
+            print(f"[MBNDT] {log_prefix} epoch {epoch + 1}: train loss "
+                  f"{np.round(tr_loss.cpu().numpy(), 4)} val loss {np.round(vloss, 4)} "
                   f"score {np.round(vscore, 4)} mu {np.round(budget.mu.cpu().numpy(), 4)}")
         if np.all(since >= patience):
             break
@@ -188,6 +199,23 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
 
 
 def train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
+    """Fit one MBNDT tree; see :func:`_train_mbndt`.
+
+    On CPU the fit runs single-threaded: every operation of a shallow tree is
+    tiny, and intra-op threads only add synchronization (on a busy machine,
+    several times the single-thread run time).  The caller's setting is restored.
+    """
+    if torch.device(cfg.device).type != "cpu":
+        return _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed)
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed)
+    finally:
+        torch.set_num_threads(prev)
+
+
+def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
     """Fit one MBNDT tree and return its parameters as float64 numpy arrays.
 
     Parameters
@@ -214,8 +242,9 @@ def train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
     rng = np.random.default_rng(seed)
     gen = torch.Generator().manual_seed(int(seed))
     n_classes = n_outputs if task == "multiclass" else 2
+    import os
     states = init_parameters(x_tr, y_tr, cfg.n_restarts, cfg.depth, cfg.n_branches, n_outputs,
-                             task, rng)
+                             task, rng, feature_scale=float(os.environ.get("FS", "1.0")))
     model = MBNDTModule(cfg.n_restarts, x_tr.shape[1], cfg.depth, cfg.n_branches, n_outputs,
                         cfg.tau).to(device)
     model.load_numpy(states)

@@ -1,0 +1,392 @@
+"""Tests of clarytree.mbndt: the torch model, training, pruning and the exported tree."""
+
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
+from sklearn.metrics import balanced_accuracy_score  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+
+from clarytree.mbndt import MBNDTClassifier, MBNDTRegressor, export_text  # noqa: E402
+from clarytree.mbndt._model import (  # noqa: E402
+    MBNDTModule,
+    entmax15,
+    log_soft_leaf_count,
+    route_numpy,
+    st_entmax_argmax,
+    torch_hard_branches,
+    torch_hard_leaves,
+    tree_sizes,
+)
+from clarytree.mbndt._preprocess import raw_table  # noqa: E402
+from clarytree.mbndt._prune import _redirect_table  # noqa: E402
+
+FAST = dict(max_depth=3, n_branches=3, n_restarts=2, stage1_epochs=5, max_epochs=40,
+            patience=10)
+
+
+def _entmax_reference(x):
+    """1.5-entmax by bisection on the threshold: p_i = [x_i/2 - t]_+^2 summing to 1."""
+    z = x / 2
+    lo, hi = z.max() - 1.0, z.max()
+    for _ in range(200):
+        t = 0.5 * (lo + hi)
+        if (np.clip(z - t, 0, None) ** 2).sum() > 1:
+            lo = t
+        else:
+            hi = t
+    return np.clip(z - 0.5 * (lo + hi), 0, None) ** 2
+
+
+def _random_module(R=2, p=5, depth=3, B=3, n_out=1, tau=0.3, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    m = MBNDTModule(R, p, depth, B, n_out, tau).to(dtype)
+    with torch.no_grad():
+        for prm in m.parameters():
+            prm.copy_(torch.randn(prm.shape, generator=g, dtype=dtype))
+    return m
+
+
+@pytest.fixture(scope="module")
+def mixed_data():
+    """Mixed-type DataFrame: numeric with NaN, low- and high-cardinality categoricals."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    n = 400
+    a = rng.normal(size=n)
+    b = rng.uniform(0, 10, size=n)
+    color = rng.choice(["red", "green", "blue"], size=n)
+    city = rng.choice([f"c{k}" for k in range(15)], size=n)
+    logit = 2 * a + (color == "red") * 2 - (b > 5) * 1.5 + np.isin(city, ["c1", "c2", "c3"]) * 2
+    y = (logit + rng.logistic(size=n) * 0.3 > 0.5).astype(int)
+    a[rng.random(n) < 0.05] = np.nan
+    color = color.astype(object)
+    color[rng.random(n) < 0.05] = None
+    X = pd.DataFrame({"a": a, "b": b, "color": color, "city": city})
+    return X, y
+
+
+# ---------------------------------------------------------------- entmax
+def test_entmax15_exact_and_sparse():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20, 7)) * 2
+    y = entmax15(torch.as_tensor(x)).numpy()
+    ref = np.stack([_entmax_reference(row) for row in x])
+    np.testing.assert_allclose(y, ref, atol=1e-10)
+    np.testing.assert_allclose(y.sum(1), 1.0, atol=1e-12)
+    assert (y == 0).any(), "1.5-entmax should produce exact zeros"
+
+
+def test_entmax15_gradient_matches_finite_differences():
+    x = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(entmax15, (x,))
+
+
+def test_straight_through_feature_choice():
+    x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    hard = st_entmax_argmax(x)
+    assert torch.equal(hard, torch.nn.functional.one_hot(x.argmax(-1), 5).double())
+    v = torch.randn(3, 5, dtype=torch.float64)
+    (g_st,) = torch.autograd.grad((hard * v).sum(), x)
+    x2 = x.detach().clone().requires_grad_(True)
+    (g_ref,) = torch.autograd.grad((entmax15(x2) * v).sum(), x2)
+    torch.testing.assert_close(g_st, g_ref)
+
+
+# ---------------------------------------------------------- forward pass
+def test_forward_shapes_and_routing_invariants():
+    R, p, depth, B, n_out, n = 2, 5, 3, 3, 2, 64
+    m = _random_module(R, p, depth, B, n_out)
+    n_int, n_leaves, offsets = tree_sizes(depth, B)
+    assert (n_int, n_leaves) == (13, 27) and offsets == [0, 1, 4, 13]
+    x = torch.randn(n, p, dtype=torch.float64)
+    out, soft = m(x)
+    assert out.shape == (R, n, n_out) and soft.shape == (R, n, n_leaves)
+    # Soft reach is a distribution over leaves for every sample.
+    assert torch.all(soft >= 0)
+    torch.testing.assert_close(soft.sum(-1), torch.ones(R, n, dtype=torch.float64))
+    # Thresholds are strictly increasing by construction.
+    assert torch.all(m.thresholds().diff(dim=-1) > 0)
+    # The forward value is the value of the hard-routed leaf.
+    leaves = m.hard_leaves(x)
+    assert leaves.shape == (R, n) and leaves.min() >= 0 and leaves.max() < n_leaves
+    expected = torch.stack([m.leaf[r][leaves[r]] for r in range(R)]).detach()
+    torch.testing.assert_close(out.detach(), expected)
+    # Hard branches agree with the numpy reference routing node by node.
+    br = m.hard_branches(x).numpy()
+    thr = m.thresholds().detach().numpy()
+    feat = m.feat_logits.argmax(-1).numpy()
+    for r in range(R):
+        for j in range(n_int):
+            ref = route_numpy(x[:, feat[r, j]].numpy(), thr[r, j],
+                              m.mask_logit[r, j].detach().numpy(), m.tau)
+            np.testing.assert_array_equal(br[r, :, j], ref)
+
+
+def test_masked_routing_is_monotone_in_the_score():
+    rng = np.random.default_rng(1)
+    z = np.linspace(-6, 6, 4001)
+    for _ in range(50):
+        thr = np.sort(rng.normal(size=3)) + np.arange(3) * 0.1
+        b = route_numpy(z, thr, rng.normal(size=4) * 2, tau=rng.uniform(0.05, 1.0))
+        assert np.all(np.diff(b) >= 0)
+
+
+def test_log_soft_leaf_count_counts_a_uniform_full_tree():
+    soft = torch.full((1, 10, 27), 1 / 27)
+    assert torch.isclose(log_soft_leaf_count(soft).exp(), torch.tensor([27.0]))
+    one = torch.zeros(1, 10, 27)
+    one[..., 3] = 1
+    assert torch.isclose(log_soft_leaf_count(one).exp(), torch.tensor([1.0]))
+
+
+def test_straight_through_gradients_reach_every_parameter_group():
+    m = _random_module(R=2, p=4, depth=3, B=3, tau=0.5, dtype=torch.float32)
+    with torch.no_grad():
+        m.thr_base.mul_(0.3)  # keep thresholds inside the data so routing is not trivial
+        m.thr_gap.fill_(-0.5)
+    x = torch.randn(256, 4)
+    y = (x[:, 0] + x[:, 1] > 0).float()
+    out, soft = m(x)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(
+        out[..., 0], y.expand(2, -1)) + log_soft_leaf_count(soft).sum()
+    loss.backward()
+    for name, prm in m.named_parameters():
+        assert prm.grad is not None, name
+        assert torch.isfinite(prm.grad).all(), name
+        for r in range(2):
+            assert prm.grad[r].abs().sum() > 0, f"no gradient reaches {name} (restart {r})"
+
+
+# ----------------------------------------------------- pruning / export
+def test_redirect_to_nearest_surviving_branch():
+    np.testing.assert_array_equal(_redirect_table({1, 3}, 5), [1, 1, 1, 3, 3])
+    np.testing.assert_array_equal(_redirect_table({0, 2}, 4), [0, 0, 2, 2])
+    np.testing.assert_array_equal(_redirect_table({0, 3}, 4), [0, 0, 3, 3])
+
+
+def _torch_reference(est, X):
+    raw = raw_table(X, est._column_kinds)
+    xt = est.preprocessor_.transform(raw)
+    leaves = torch_hard_leaves(est.model_state_, xt, est.max_depth, est.n_branches,
+                               est.temperature)
+    return raw, xt, leaves
+
+
+@pytest.mark.parametrize("rank_gauss", [False, True])
+def test_exported_tree_equals_torch_hard_routing_on_training_rows(mixed_data, rank_gauss):
+    X, y = mixed_data
+    est = MBNDTClassifier(**FAST, rank_gauss=rank_gauss, leaf_budget=None,
+                          random_state=0).fit(X, y)
+    raw, _, leaves = _torch_reference(est, X)
+    tree = est.tree_
+    got = tree.leaf_origin[tree.apply(raw)]
+    np.testing.assert_array_equal(got, leaves)
+    # Pruning keeps the original leaf logits: predictions equal torch's exactly.
+    logit = est.model_state_["leaf"][leaves, 0]
+    np.testing.assert_array_equal(est.predict_proba(X)[:, 1], 1 / (1 + np.exp(-logit)))
+    # All three node kinds occur in this problem's trees over both settings.
+    assert tree.n_leaves == est.n_leaves_ >= 2
+
+
+def test_export_uses_raw_units_and_categories(mixed_data):
+    X, y = mixed_data
+    est = MBNDTClassifier(**FAST, random_state=1).fit(X, y)
+    tree = est.tree_
+    for node in np.flatnonzero(tree.feature >= 0):
+        col = X.columns[tree.feature[node]]
+        if tree.is_categorical[node]:
+            vals = tree.cat_values[tree.cat_ptr[node]:tree.cat_ptr[node + 1]]
+            assert set(vals) <= set(X[col].dropna().astype(str)) | {"__missing__"}
+        else:
+            cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
+            assert np.all(np.diff(cuts) > 0)
+            lo, hi = np.nanmin(X[col]), np.nanmax(X[col])
+            assert np.all((cuts >= lo) & (cuts <= hi)), "cuts must be in raw units"
+    text = export_text(est)
+    assert "|---" in text and any(c in text for c in X.columns)
+
+
+def test_cut_points_are_masked_argmax_boundaries():
+    """With uneven masks the exported cuts sit where the hard routing switches."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 1))
+    y = (X[:, 0] > 0).astype(int)
+    est = MBNDTClassifier(max_depth=1, n_branches=3, n_restarts=1, stage1_epochs=0,
+                          max_epochs=1, patience=1, temperature=0.5,
+                          random_state=0).fit(X, y)
+    # Overwrite the trained root with known parameters and re-export.
+    state = {k: v.copy() for k, v in est.model_state_.items()}
+    state["feat_logits"][:] = [[1.0]]
+    state["thr_base"][:] = -1.2
+    state["thr_gap"][:] = np.log(np.expm1([0.2, 2.0]))  # thresholds -1.0 and 1.0
+    state["mask_logit"][:] = [[3.0, -0.5, 1.0]]
+    from clarytree.mbndt._model import route_numpy as rn
+    from clarytree.mbndt._preprocess import feature_map, numeric_impute_values
+    from clarytree.mbndt._prune import build_tree
+
+    raw = raw_table(X, est._column_kinds)
+    xt = est.preprocessor_.transform(raw)
+    branches = torch_hard_branches(state, xt, 1, 3, 0.5)
+    tree = build_tree(state, branches, xt, raw, feature_map(est.preprocessor_),
+                      est.preprocessor_, est._column_kinds,
+                      numeric_impute_values(est.preprocessor_), 1, 3, 0.5,
+                      lambda v: np.array([0.5, 0.5]), rn, 1)
+    cuts = tree.cuts[tree.cuts_ptr[0]:tree.cuts_ptr[1]]
+    assert cuts.size == 2
+    scaler = est.preprocessor_.named_transformers_["num"].named_steps["scale"]
+    z = (cuts - scaler.mean_[0]) / scaler.scale_[0]
+    assert not np.allclose(z, [-1.0, 1.0], atol=1e-2), "cuts must not be the raw thresholds"
+    eps = 1e-6
+    thr = np.array([-1.0, 1.0])
+    for k, zc in enumerate(z):
+        below, above = rn(np.array([zc - eps, zc + eps]), thr, state["mask_logit"][0], 0.5)
+        assert (below, above) == (k, k + 1)
+    leaves = torch_hard_leaves(state, xt, 1, 3, 0.5)
+    np.testing.assert_array_equal(tree.leaf_origin[tree.apply(raw)], leaves)
+
+
+def test_pruning_keeps_training_predictions_and_drops_unused_leaves():
+    X, y = load_breast_cancer(return_X_y=True)
+    est = MBNDTClassifier(**FAST, leaf_budget=None, random_state=0).fit(X, y)
+    _, _, leaves = _torch_reference(est, X)
+    logits = est.model_state_["leaf"][leaves, 0]
+    np.testing.assert_array_equal(est.predict_proba(X)[:, 1], 1 / (1 + np.exp(-logits)))
+    # Every realized leaf is reached by a training row; unreached nominal leaves are gone.
+    assert est.n_leaves_ == np.unique(leaves).size <= est.n_nominal_leaves_
+    assert np.all(est.tree_.n_node_samples[est.tree_.feature < 0] > 0)
+    # Every test in the exported tree separates at least two children.
+    kids = np.diff(est.tree_.children_ptr)
+    assert np.all(kids[est.tree_.feature >= 0] >= 2)
+
+
+def test_decision_path_and_path_length():
+    X, y = load_breast_cancer(return_X_y=True)
+    est = MBNDTClassifier(**FAST, random_state=0).fit(X, y)
+    path = est.decision_path(X[:50])
+    length = est.decision_path_length(X[:50])
+    leaves = est.apply(X[:50])
+    np.testing.assert_array_equal(np.asarray(path.sum(1)).ravel(), length + 1)
+    np.testing.assert_array_equal(path[np.arange(50), leaves].A1, 1)
+    assert length.max() <= est.max_depth
+    np.testing.assert_array_equal(length, est.tree_.depth[leaves])
+
+
+def test_tighter_leaf_budget_gives_fewer_leaves():
+    X, y = load_breast_cancer(return_X_y=True)
+    kw = dict(FAST, max_epochs=60, patience=60)
+    loose = MBNDTClassifier(**kw, leaf_budget=None, random_state=0).fit(X, y)
+    tight = MBNDTClassifier(**kw, leaf_budget=2, random_state=0).fit(X, y)
+    assert tight.n_leaves_ < loose.n_leaves_
+
+
+# ----------------------------------------------------- persistence
+def test_import_does_not_load_torch():
+    code = "import sys, clarytree, clarytree.mbndt; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_pickle_predicts_without_torch(tmp_path, mixed_data):
+    X, y = mixed_data
+    est = MBNDTClassifier(**FAST, random_state=0).fit(X, y)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps((est, X.iloc[:60])))
+    expected = est.predict_proba(X.iloc[:60])
+    np.save(tmp_path / "expected.npy", expected)
+    code = textwrap.dedent(f"""
+        import pickle, sys
+        sys.modules["torch"] = None  # any torch import now raises ImportError
+        import numpy as np
+        est, X = pickle.loads(open({str(path)!r}, "rb").read())
+        got = est.predict_proba(X)
+        np.testing.assert_array_equal(got, np.load({str(tmp_path / "expected.npy")!r}))
+        est.predict(X); est.apply(X); est.decision_path(X)
+        from clarytree.mbndt import export_text
+        export_text(est)
+        assert "torch" not in sys.modules or sys.modules["torch"] is None
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reproducible_with_random_state():
+    X, y = load_breast_cancer(return_X_y=True)
+    a = MBNDTClassifier(**FAST, random_state=3).fit(X, y)
+    b = MBNDTClassifier(**FAST, random_state=3).fit(X, y)
+    for k in a.model_state_:
+        np.testing.assert_array_equal(a.model_state_[k], b.model_state_[k])
+    assert export_text(a) == export_text(b)
+
+
+# ------------------------------------------------------------ tasks
+def test_multiclass_iris():
+    X, y = load_iris(return_X_y=True)
+    est = MBNDTClassifier(max_depth=2, n_branches=3, n_restarts=2, stage1_epochs=10,
+                          max_epochs=100, patience=20, random_state=0).fit(X, y)
+    proba = est.predict_proba(X)
+    assert proba.shape == (150, 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert balanced_accuracy_score(y, est.predict(X)) > 0.9
+    _, _, leaves = _torch_reference(est, X)
+    np.testing.assert_array_equal(est.tree_.leaf_origin[est.apply(X)], leaves)
+
+
+def test_regressor_fits_a_step_function():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(600, 3))
+    y = np.where(X[:, 0] < -1, 0.0, np.where(X[:, 0] < 1, 5.0, 2.0)) + 3 * (X[:, 1] > 0)
+    y = y + rng.normal(scale=0.1, size=600)
+    est = MBNDTRegressor(max_depth=2, n_branches=3, n_restarts=2, stage1_epochs=10,
+                         max_epochs=150, patience=30, random_state=0).fit(X, y)
+    assert est.score(X, y) > 0.9
+    _, _, leaves = _torch_reference(est, X)
+    np.testing.assert_array_equal(est.tree_.leaf_origin[est.apply(X)], leaves)
+    leaf_vals = est.model_state_["leaf"][leaves, 0] * est.y_std_ + est.y_mean_
+    np.testing.assert_array_equal(est.predict(X), leaf_vals)
+
+
+def test_breast_cancer_balanced_accuracy():
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
+    est = MBNDTClassifier(max_depth=4, n_branches=3, random_state=0).fit(Xtr, ytr)
+    assert balanced_accuracy_score(yte, est.predict(Xte)) >= 0.92
+
+
+# -------------------------------------------------------- bad input
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_bad_input(Est):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(float)
+    with pytest.raises(ValueError, match="NaN"):
+        Est(**FAST).fit(X, np.where(np.arange(40) == 3, np.nan, y))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        Est(**FAST).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="2D array"):
+        Est(**FAST).fit(X[:, 0], y)
+    with pytest.raises(ValueError, match="n_branches"):
+        Est(n_branches=1).fit(X, y)
+    with pytest.raises(ValueError, match="max_depth"):
+        Est(max_depth=0).fit(X, y)
+    Xinf = X.astype(object)
+    Xinf[0, 0] = np.inf
+    Xinf[1, 2] = "a"
+    with pytest.raises(ValueError, match="non-finite"):
+        Est(**FAST).fit(Xinf, y)
+    with pytest.raises(ValueError, match="too large"):
+        Est(max_depth=20, n_branches=4).fit(X, y)
+    est = Est(**FAST, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :2])
+
+
+def test_single_class_is_rejected():
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(ValueError, match="two classes"):
+        MBNDTClassifier(**FAST).fit(X, np.ones(30))
