@@ -73,7 +73,7 @@ class _BaseMBNDT(BaseEstimator):
     }
 
     def __init__(self, *, max_depth=4, n_branches=3, leaf_budget=16, n_restarts=5,
-                 max_epochs=500, stage1_epochs=40, patience=25, temperature=0.1,
+                 max_epochs=500, stage1_epochs=40, patience=25, temperature=0.3,
                  lr_features=0.05, lr_thresholds=0.02, lr_masks=0.05, lr_leaves=0.05,
                  batch_size="auto", validation_fraction=0.2, rank_gauss=False,
                  max_onehot_levels=10, device="cpu", random_state=None, verbose=0):
@@ -155,7 +155,7 @@ class _BaseMBNDT(BaseEstimator):
         xt = np.asarray(ct.transform(raw), dtype=np.float64)
         if not (np.all(np.isfinite(xt_fit)) and np.all(np.isfinite(xt))):
             raise ValueError("Input contains non-finite values after preprocessing "
-                             "(infinite entries in numeric columns?).")
+                             "(numeric columns too large to be scaled?).")
         if xt.shape[1] == 0:
             raise ValueError("No usable feature after preprocessing.")
 
@@ -284,7 +284,7 @@ _COMMON_PARAMS_DOC = """
         Length of the restart-selection stage (patience ``patience // 3``).
     patience : int, default=25
         Stage-2 epochs without validation improvement before stopping.
-    temperature : float, default=0.1
+    temperature : float, default=0.3
         Temperature tau of the cumulative-sigmoid soft binning, in units of the
         standardized (or rank-Gauss) features.
     lr_features, lr_thresholds, lr_masks, lr_leaves : float

@@ -10,6 +10,7 @@ for every transformed column, the raw column it comes from, which is what lets
 the exported tree test raw values.
 """
 
+import inspect
 import numbers
 
 import numpy as np
@@ -147,9 +148,21 @@ def build_preprocessor(kinds, raw, max_onehot_levels, rank_gauss, target_type, r
         transformers.append(("onehot", OneHotEncoder(handle_unknown="ignore",
                                                      sparse_output=False), low))
     if high:
-        transformers.append(("target", TargetEncoder(target_type=target_type,
-                                                     random_state=random_state), high))
+        transformers.append(("target", _target_encoder(target_type, random_state), high))
     return ColumnTransformer(transformers, sparse_threshold=0.0, remainder="drop")
+
+
+def _target_encoder(target_type, random_state):
+    """Cross-fitting ``TargetEncoder`` with shuffled, seeded folds on every sklearn version."""
+    params = inspect.signature(TargetEncoder).parameters
+    if params["random_state"].default == "deprecated":
+        # scikit-learn >= 1.9 takes the shuffling through a CV splitter.
+        from sklearn.model_selection import KFold, StratifiedKFold
+
+        cls = KFold if target_type == "continuous" else StratifiedKFold
+        cv = cls(n_splits=5, shuffle=True, random_state=random_state)
+        return TargetEncoder(target_type=target_type, cv=cv)
+    return TargetEncoder(target_type=target_type, shuffle=True, random_state=random_state)
 
 
 def feature_map(ct):

@@ -149,9 +149,6 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
     """
     R = model.feat_logits.shape[0]
     opt = _make_optimizer(model, cfg)
-    import os
-    gamma = float(os.environ.get("GAMMA", "1.0")) if not select_on_loss else 1.0
-    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma)
     n = x_tr.shape[0]
     bs = min(cfg.batch_size, n)
     n_batches = -(-n // bs)
@@ -175,7 +172,6 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
             loss.sum().backward()
             opt.step()
         budget.end_epoch()
-        sched.step()
         with torch.no_grad():
             out_va, _ = model(x_va, need_soft=False)
             vloss = task_va.loss(out_va).cpu().numpy()
@@ -242,9 +238,8 @@ def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
     rng = np.random.default_rng(seed)
     gen = torch.Generator().manual_seed(int(seed))
     n_classes = n_outputs if task == "multiclass" else 2
-    import os
     states = init_parameters(x_tr, y_tr, cfg.n_restarts, cfg.depth, cfg.n_branches, n_outputs,
-                             task, rng, feature_scale=float(os.environ.get("FS", "1.0")))
+                             task, rng)
     model = MBNDTModule(cfg.n_restarts, x_tr.shape[1], cfg.depth, cfg.n_branches, n_outputs,
                         cfg.tau).to(device)
     model.load_numpy(states)
