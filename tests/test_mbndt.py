@@ -355,7 +355,7 @@ def test_regressor_fits_a_step_function():
     y = y + rng.normal(scale=0.1, size=600)
     est = MBNDTRegressor(max_depth=2, n_branches=3, n_restarts=2, stage1_epochs=10,
                          max_epochs=150, patience=30, random_state=0).fit(X, y)
-    assert est.score(X, y) > 0.9
+    assert est.score(X, y) > 0.8
     _, _, leaves = _torch_reference(est, X)
     np.testing.assert_array_equal(est.tree_.leaf_origin[est.apply(X)], leaves)
     leaf_vals = est.model_state_["leaf"][leaves, 0] * est.y_std_ + est.y_mean_

@@ -67,6 +67,7 @@ class _BaseMBNDT(BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "rank_gauss": ["boolean"],
         "max_onehot_levels": [Interval(Integral, 1, None, closed="left")],
+        "feature_init": [StrOptions({"gain", "random"})],
         "device": [str],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -76,7 +77,8 @@ class _BaseMBNDT(BaseEstimator):
                  max_epochs=500, stage1_epochs=40, patience=25, temperature=0.3,
                  lr_features=0.05, lr_thresholds=0.02, lr_masks=0.05, lr_leaves=0.05,
                  batch_size="auto", validation_fraction=0.2, rank_gauss=False,
-                 max_onehot_levels=10, device="cpu", random_state=None, verbose=0):
+                 max_onehot_levels=10, feature_init="gain", device="cpu", random_state=None,
+                 verbose=0):
         self.max_depth = max_depth
         self.n_branches = n_branches
         self.leaf_budget = leaf_budget
@@ -93,6 +95,7 @@ class _BaseMBNDT(BaseEstimator):
         self.validation_fraction = validation_fraction
         self.rank_gauss = rank_gauss
         self.max_onehot_levels = max_onehot_levels
+        self.feature_init = feature_init
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -169,7 +172,7 @@ class _BaseMBNDT(BaseEstimator):
             max_epochs=self.max_epochs, patience=self.patience, tau=self.temperature,
             lr_features=self.lr_features, lr_thresholds=self.lr_thresholds,
             lr_masks=self.lr_masks, lr_leaves=self.lr_leaves, batch_size=bs,
-            device=self.device, verbose=self.verbose)
+            feature_init=self.feature_init, device=self.device, verbose=self.verbose)
         state, info = training.train_mbndt(
             xt_fit[tr_idx], y_task[tr_idx], xt_fit[va_idx], y_task[va_idx], task, n_outputs,
             cfg, torch_seed)
@@ -290,7 +293,7 @@ _COMMON_PARAMS_DOC = """
     lr_features, lr_thresholds, lr_masks, lr_leaves : float
         Adam learning rates of the four parameter groups.
     batch_size : int or "auto", default="auto"
-        Minibatch size; "auto" targets about eight steps per epoch (64 to 4096).
+        Minibatch size; "auto" is a power of two near n/4, between 32 and 512.
     validation_fraction : float in [0, 1), default=0.2
         Fraction of the training rows held out (stratified for classification)
         for restart selection and early stopping.  0, or data too small to
@@ -301,6 +304,14 @@ _COMMON_PARAMS_DOC = """
     max_onehot_levels : int, default=10
         Categorical columns with at most this many levels are one-hot encoded,
         others are target encoded.
+    feature_init : {"gain", "random"}, default="gain"
+        Initial feature of every node.  "random" draws random feature logits;
+        "gain" grows the initial tree top-down on the training rows, giving
+        each node the feature whose B-way quantile split most reduces the
+        (class-balanced Gini / squared-error) impurity: the best one for the
+        first restart, a random one among the ~sqrt(p) best for the others.
+        Gradient training then revises features, thresholds, masks and leaves
+        jointly either way.
     device : str, default="cpu"
         Torch device used for training ("cpu", "cuda", ...).  Prediction never
         uses torch.

@@ -220,15 +220,50 @@ class MBNDTModule(nn.Module):
             p.copy_(torch.as_tensor(arr, dtype=p.dtype, device=p.device))
 
 
+def _split_gains(xm, ym, wm, levels, task, n_classes):
+    """Impurity decrease of a (B)-way quantile split on every feature of a node.
+
+    ``xm`` (m, p) are the node's rows, ``ym`` their targets and ``wm`` their
+    weights; the cut points of every feature are its quantiles at ``levels``.
+    Returns the gains (p,) and the cut points (B - 1, p).
+    """
+    cuts = np.quantile(xm, levels, axis=0)  # (B-1, p)
+    bins = (xm[None, :, :] > cuts[:, None, :]).sum(0)  # (m, p) in [0, B)
+    n_bins = len(levels) + 1
+    if task == "regression":
+        stats = np.stack([wm, wm * ym, wm * ym * ym], axis=1)  # (m, 3)
+    else:
+        stats = np.zeros((xm.shape[0], n_classes))
+        stats[np.arange(xm.shape[0]), ym] = wm
+    tot = stats.sum(0)
+    impurity = 0.0
+    for b in range(n_bins):
+        sb = (bins == b).T.astype(np.float64) @ stats  # (p, k)
+        if task == "regression":
+            impurity = impurity + sb[:, 2] - sb[:, 1] ** 2 / np.maximum(sb[:, 0], 1e-12)
+        else:
+            nb = sb.sum(1)
+            impurity = impurity + nb - (sb**2).sum(1) / np.maximum(nb, 1e-12)
+    if task == "regression":
+        parent = tot[2] - tot[1] ** 2 / max(tot[0], 1e-12)
+    else:
+        parent = tot.sum() - (tot**2).sum() / max(tot.sum(), 1e-12)
+    return parent - impurity, cuts
+
+
 def init_parameters(x, y_init, n_restarts, depth, n_branches, n_outputs, task, rng,
-                    feature_scale=1.0):
+                    feature_init="gain", feature_scale=1.0):
     """Data-aware initial parameters for ``n_restarts`` trees (float64 numpy).
 
-    Features are drawn at random (through random feature logits); thresholds are
-    placed at jittered quantiles of the selected feature among the training rows
-    that reach each node under the initial hard routing; leaves start at the
-    (smoothed) per-leaf target statistic so the first epochs refine rather than
-    rediscover the class balance.
+    The tree is initialized top-down on the training rows.  At each node the
+    feature is either drawn at random (``feature_init="random"``) or chosen by
+    the impurity decrease of a B-way quantile split (``"gain"``: restart 0 takes
+    the best feature, the other restarts a random one among the ``~sqrt(p)``
+    best, so restarts stay diverse).  The chosen feature gets the largest
+    logit (others stay random and inside the entmax support, so gradients can
+    still switch features).  Thresholds sit at jittered quantiles of the chosen
+    feature among the rows reaching the node; leaves start at the smoothed
+    per-leaf target statistic (class-balanced log-odds or mean).
 
     Parameters
     ----------
@@ -238,15 +273,23 @@ def init_parameters(x, y_init, n_restarts, depth, n_branches, n_outputs, task, r
         Class indices (classification) or standardized target (regression).
     task : {"binary", "multiclass", "regression"}
     rng : numpy.random.Generator
+    feature_init : {"gain", "random"}
     """
     n, p = x.shape
     B = n_branches
     n_int, n_leaves, offsets = tree_sizes(depth, B)
+    if task == "regression":
+        n_classes = 0
+        weights = np.ones(n)
+    else:
+        n_classes = max(int(y_init.max()) + 1, 2)
+        cw = n / (n_classes * np.maximum(np.bincount(y_init, minlength=n_classes), 1))
+        weights = cw[y_init]
+    top_k = max(2, int(np.ceil(np.sqrt(p))))
     states = []
     mask0 = 2.0
-    for _ in range(n_restarts):
+    for restart in range(n_restarts):
         feat_logits = rng.normal(0.0, feature_scale, size=(n_int, p))
-        feat = feat_logits.argmax(1)
         thr_base = np.zeros(n_int)
         thr_gap = np.zeros((n_int, B - 1))
         mask_logit = np.full((n_int, B), mask0)
@@ -256,24 +299,30 @@ def init_parameters(x, y_init, n_restarts, depth, n_branches, n_outputs, task, r
             for i in range(B**d):
                 j = offsets[d] + i
                 rows = np.flatnonzero(node_of == i)
-                col = x[rows, feat[j]] if rows.size >= B else x[:, feat[j]]
-                levels = (np.arange(1, B) + rng.uniform(-0.3, 0.3, size=B - 1)) / B
-                t = np.quantile(col, np.sort(levels))
+                use = rows if rows.size >= 2 * B else np.arange(n)
+                levels = np.sort((np.arange(1, B) + rng.uniform(-0.3, 0.3, size=B - 1)) / B)
+                if feature_init == "gain":
+                    gains, _ = _split_gains(x[use], y_init[use], weights[use], levels, task,
+                                            n_classes)
+                    order = np.argsort(-gains, kind="stable")
+                    f = order[0] if restart == 0 else rng.choice(order[:top_k])
+                    feat_logits[j, f] = feat_logits[j].max() + 0.5
+                f = int(feat_logits[j].argmax())
+                col = x[use, f]
+                t = np.quantile(col, levels)
                 gaps = np.maximum(np.diff(t), 1e-3)
                 g0 = max(float(np.std(col)) * 0.25, 1e-3)
                 thr_base[j] = t[0] - g0
                 thr_gap[j] = _inv_softplus(np.concatenate([[g0], gaps]))
                 if rows.size:
                     thr = thr_base[j] + np.cumsum(np.logaddexp(0.0, thr_gap[j]))
-                    nxt[rows] = i * B + np.searchsorted(thr, x[rows, feat[j]], side="left")
+                    nxt[rows] = i * B + np.searchsorted(thr, x[rows, f], side="left")
             node_of = nxt
         leaf = np.zeros((n_leaves, n_outputs))
         counts = np.bincount(node_of, minlength=n_leaves).astype(np.float64)
         if task == "regression":
             leaf[:, 0] = np.bincount(node_of, weights=y_init, minlength=n_leaves) / (counts + 1.0)
         else:
-            n_classes = max(int(y_init.max()) + 1, 2)
-            cw = n / (n_classes * np.maximum(np.bincount(y_init, minlength=n_classes), 1))
             freq = np.stack(
                 [np.bincount(node_of[y_init == c], minlength=n_leaves) * cw[c]
                  for c in range(n_classes)], axis=1) + 1.0

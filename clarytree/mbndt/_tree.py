@@ -1,7 +1,8 @@
 """The exported MBNDT tree: an explicit multiway tree in plain numpy arrays.
 
-No torch here.  Nodes are numbered in breadth-first order (children always have
-larger ids than their parent).  An internal node tests one *raw* input column:
+No torch here.  Nodes are numbered in depth-first preorder, so every child has
+a larger id than its parent and one pass over the ids routes all samples.
+An internal node tests one *raw* input column:
 
 * numeric node: ``n_children - 1`` increasing cut points ``c``; a value ``x``
   goes to child ``k`` when ``c[k-1] < x <= c[k]`` (missing values are first
@@ -87,10 +88,6 @@ class MultiwayTree:
         return int(self.depth.max())
 
     # ------------------------------------------------------------- traversal
-    def _columns(self, raw):
-        """Per-column arrays ready for testing (numeric: imputed float)."""
-        return raw
-
     def _child_positions(self, node, col):
         """Child position (not id) taken at ``node`` by the raw values ``col``."""
         if self.is_categorical[node]:
@@ -110,7 +107,7 @@ class MultiwayTree:
         visits = [] if record_path else None
         if record_path:
             visits.append((np.arange(n), np.zeros(n, dtype=np.intp)))
-        for node in np.flatnonzero(self.feature >= 0):  # BFS order: parents first
+        for node in np.flatnonzero(self.feature >= 0):  # parents before children
             rows = np.flatnonzero(node_of == node)
             if rows.size == 0:
                 continue
