@@ -220,6 +220,21 @@ class MBNDTModule(nn.Module):
             p.copy_(torch.as_tensor(arr, dtype=p.dtype, device=p.device))
 
 
+def _between_values(col, t):
+    """Move thresholds that sit on a data value to the midpoint with the next value.
+
+    On discrete columns (one-hot indicators, counts) a quantile is a data value;
+    a threshold right on it makes the rows holding that value near-ties of two
+    branches, whose hard routing then flips with every small update.
+    """
+    uniq = np.unique(col)
+    k = np.searchsorted(uniq, t, side="left")
+    on_value = (k < uniq.size) & (uniq[np.minimum(k, uniq.size - 1)] == t)
+    nxt = np.minimum(k + 1, uniq.size - 1)
+    mid = 0.5 * (uniq[np.minimum(k, uniq.size - 1)] + uniq[nxt])
+    return np.where(on_value & (nxt > k), mid, t)
+
+
 def _split_gains(xm, ym, wm, levels, task, n_classes):
     """Impurity decrease of a (B)-way quantile split on every feature of a node.
 
@@ -309,7 +324,7 @@ def init_parameters(x, y_init, n_restarts, depth, n_branches, n_outputs, task, r
                     feat_logits[j, f] = feat_logits[j].max() + 0.5
                 f = int(feat_logits[j].argmax())
                 col = x[use, f]
-                t = np.quantile(col, levels)
+                t = _between_values(col, np.quantile(col, levels))
                 gaps = np.maximum(np.diff(t), 1e-3)
                 g0 = max(float(np.std(col)) * 0.25, 1e-3)
                 thr_base[j] = t[0] - g0
