@@ -365,10 +365,9 @@ def test_regressor_fits_a_step_function():
 def test_breast_cancer_balanced_accuracy():
     X, y = load_breast_cancer(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
-    # Seed-dependent: over random_state 0..3 this configuration scores 0.89-0.95
-    # on this split (CART depth 4: 0.93-0.95).
-    est = MBNDTClassifier(max_depth=4, n_branches=3, rank_gauss=True, temperature=0.5,
-                          random_state=1).fit(Xtr, ytr)
+    # Seed-dependent: over random_state 0..3 the default configuration scores
+    # 0.916-0.96 on this split (CART depth 4: 0.93-0.95).
+    est = MBNDTClassifier(max_depth=4, n_branches=3, random_state=1).fit(Xtr, ytr)
     assert balanced_accuracy_score(yte, est.predict(Xte)) >= 0.92
 
 
