@@ -22,8 +22,12 @@ cdef class TreeBuilder:
     cdef readonly double leaf_cost          # lambda * TSS
     cdef Py_ssize_t min_samples_leaf
     cdef Py_ssize_t n_stats
+    cdef Py_ssize_t levels
 
-    cdef double[:, ::1] node_acc            # per depth: packed sums of the node
+    # Per (depth, side) slots: the statistics of the node being worked on.
+    cdef double[:, :, ::1] totals           # (levels, 2, n_stats)
+    cdef double[:, :, ::1] hists            # (levels, 2, hist_size * n_stats)
+    cdef unsigned long long[:, :, ::1] keys # (levels, 2, hist_size)
     cdef Candidate** cand                   # per depth: candidate lists
     cdef Py_ssize_t* cand_capacity
     cdef int** saved                        # per depth: node orders to restore
@@ -38,11 +42,11 @@ cdef class TreeBuilder:
     cdef public unsigned long long n_evaluations
 
     cdef double grow(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t depth,
-                     Py_ssize_t remaining, Py_ssize_t lookahead,
+                     int side, Py_ssize_t remaining, Py_ssize_t lookahead,
                      bint emit) noexcept nogil
-    cdef double grow_child(self, Py_ssize_t start, Py_ssize_t end,
-                           Py_ssize_t depth, Py_ssize_t remaining,
-                           Py_ssize_t lookahead, bint emit) noexcept nogil
+    cdef void prepare_children(self, Py_ssize_t start, Py_ssize_t mid,
+                               Py_ssize_t end, Py_ssize_t depth,
+                               int side) noexcept nogil
     cdef bint _reserve(self, Py_ssize_t depth, Py_ssize_t n_cand,
                        Py_ssize_t n_saved) noexcept nogil
     cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,

@@ -41,7 +41,7 @@ cdef class TreeBuilder:
                  Py_ssize_t max_depth, Py_ssize_t lookahead_depth,
                  double leaf_cost, Py_ssize_t min_samples_leaf,
                  object progress=None):
-        cdef Py_ssize_t levels = max_depth + 2
+        cdef Py_ssize_t levels = max_depth + 2, i
         self.splitter = splitter
         self.criterion = criterion
         self.max_depth = max_depth
@@ -49,7 +49,10 @@ cdef class TreeBuilder:
         self.leaf_cost = leaf_cost
         self.min_samples_leaf = max(min_samples_leaf, 1)
         self.n_stats = criterion.n_stats
-        self.node_acc = np.zeros((levels, self.n_stats))
+        self.levels = levels
+        self.totals = np.zeros((levels, 2, self.n_stats))
+        self.hists = np.zeros((levels, 2, splitter.hist_size * self.n_stats))
+        self.keys = np.zeros((levels, 2, splitter.hist_size), dtype=np.uint64)
         self.cand = <Candidate**>malloc(levels * sizeof(Candidate*))
         self.cand_capacity = <Py_ssize_t*>malloc(levels * sizeof(Py_ssize_t))
         self.saved = <int**>malloc(levels * sizeof(int*))
@@ -70,7 +73,7 @@ cdef class TreeBuilder:
     def __dealloc__(self):
         cdef Py_ssize_t i
         if self.cand != NULL:
-            for i in range(self.max_depth + 2):
+            for i in range(self.levels):
                 free(self.cand[i])
                 free(self.saved[i])
         free(self.cand)
@@ -95,8 +98,10 @@ cdef class TreeBuilder:
         cdef double objective
         self.node_count = 0
         with nogil:
-            objective = self.grow_child(0, n, 0, self.max_depth,
-                                        self.lookahead_depth, True)
+            self.splitter.node_stats(0, n, &self.totals[0, 0, 0],
+                                     &self.hists[0, 0, 0], &self.keys[0, 0, 0])
+            objective = self.grow(0, n, 0, 0, self.max_depth,
+                                  self.lookahead_depth, True)
         if self.node_count < 0:
             raise MemoryError("could not allocate tree nodes")
         return objective, self._arrays()
@@ -157,11 +162,27 @@ cdef class TreeBuilder:
         self.criterion.coef(acc, &self.coefs[node * p])
         return node
 
-    cdef double grow_child(self, Py_ssize_t start, Py_ssize_t end,
-                           Py_ssize_t depth, Py_ssize_t remaining,
-                           Py_ssize_t lookahead, bint emit) noexcept nogil:
-        self.splitter.node_stats(start, end, &self.node_acc[depth, 0])
-        return self.grow(start, end, depth, remaining, lookahead, emit)
+    cdef void prepare_children(self, Py_ssize_t start, Py_ssize_t mid,
+                               Py_ssize_t end, Py_ssize_t depth,
+                               int side) noexcept nogil:
+        """Statistics of both children in the slots of depth + 1.
+
+        The smaller child is summed from its rows, the larger one is the
+        parent minus the smaller (histogram subtraction).
+        """
+        cdef int small = 0 if mid - start <= end - mid else 1
+        cdef Py_ssize_t s0 = start if small == 0 else mid
+        cdef Py_ssize_t s1 = mid if small == 0 else end
+        cdef Py_ssize_t d = depth + 1
+        self.splitter.node_stats(s0, s1, &self.totals[d, small, 0],
+                                 &self.hists[d, small, 0], &self.keys[d, small, 0])
+        self.splitter.subtract_stats(
+            &self.totals[depth, side, 0], &self.hists[depth, side, 0],
+            &self.keys[depth, side, 0],
+            &self.totals[d, small, 0], &self.hists[d, small, 0],
+            &self.keys[d, small, 0],
+            &self.totals[d, 1 - small, 0], &self.hists[d, 1 - small, 0],
+            &self.keys[d, 1 - small, 0])
 
     cdef bint _reserve(self, Py_ssize_t depth, Py_ssize_t n_cand,
                        Py_ssize_t n_saved) noexcept nogil:
@@ -182,15 +203,18 @@ cdef class TreeBuilder:
         return True
 
     cdef double grow(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t depth,
-                     Py_ssize_t remaining, Py_ssize_t lookahead,
+                     int side, Py_ssize_t remaining, Py_ssize_t lookahead,
                      bint emit) noexcept nogil:
         """Objective of the subtree grown on rows [start, end).
 
-        The node's packed sums are in ``node_acc[depth]``.  With ``emit`` the
+        The node's statistics are in the slot ``(depth, side)``.  With ``emit`` the
         nodes are appended to the output in preorder (a pruned subtree is
         truncated away again).
         """
-        cdef const double* total = &self.node_acc[depth, 0]
+        cdef const double* total = &self.totals[depth, side, 0]
+        cdef const double* hist = &self.hists[depth, side, 0]
+        cdef const unsigned long long* keys = &self.keys[depth, side, 0]
+        cdef bint restore = self.splitter.n_swept > 0
         cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
         cdef Py_ssize_t node = -1, mid, i, n_cand, feature = -1, bin = -1
         cdef Py_ssize_t n_features = self.splitter.n_features
@@ -209,7 +233,7 @@ cdef class TreeBuilder:
             return leaf_objective
 
         if lookahead == 0 or remaining == 1:
-            if not self.splitter.best_split(start, end, total, &record):
+            if not self.splitter.best_split(start, end, total, hist, &record):
                 return leaf_objective
             feature = record.feature
             bin = record.bin
@@ -219,23 +243,28 @@ cdef class TreeBuilder:
                 self.node_count = -1
                 return leaf_objective
             cand = self.cand[depth]
-            n_cand = self.splitter.candidates(start, end, cand)
+            n_cand = self.splitter.candidates(start, end, hist, keys, cand)
             if n_cand == 0:
                 return leaf_objective
             report = depth == 0 and self.progress is not None
-            self.splitter.save(start, end, self.saved[depth])
+            if restore:
+                self.splitter.save(start, end, self.saved[depth])
             best = INFINITY
             for i in range(n_cand):
                 if not cand[i].duplicate:
                     mid = self.splitter.partition(start, end, cand[i].feature,
                                                   cand[i].bin)
-                    score = self.grow_child(start, mid, depth + 1, remaining - 1,
-                                            lookahead - 1, False)
+                    self.prepare_children(start, mid, end, depth, side)
+                    score = self.grow(start, mid, depth + 1, 0, remaining - 1,
+                                      lookahead - 1, False)
+                    # Objectives are non-negative: a left completion that is
+                    # already no better than the incumbent cannot win.
                     if score < best:
-                        score += self.grow_child(mid, end, depth + 1, remaining - 1,
-                                                 lookahead - 1, False)
+                        score += self.grow(mid, end, depth + 1, 1, remaining - 1,
+                                           lookahead - 1, False)
                     self.n_evaluations += 1
-                    self.splitter.restore(start, end, self.saved[depth])
+                    if restore:
+                        self.splitter.restore(start, end, self.saved[depth])
                     if score < best:
                         best = score
                         feature = cand[i].feature
@@ -247,12 +276,13 @@ cdef class TreeBuilder:
                 return leaf_objective
 
         mid = self.splitter.partition(start, end, feature, bin)
-        objective = self.grow_child(start, mid, depth + 1, remaining - 1,
-                                    lookahead, emit)
+        self.prepare_children(start, mid, end, depth, side)
+        objective = self.grow(start, mid, depth + 1, 0, remaining - 1,
+                              lookahead, emit)
         if emit:
             i = self.node_count
-        objective += self.grow_child(mid, end, depth + 1, remaining - 1,
-                                     lookahead, emit)
+        objective += self.grow(mid, end, depth + 1, 1, remaining - 1,
+                               lookahead, emit)
         if objective < leaf_objective:
             if emit and self.node_count >= 0:
                 self.nodes[node].feature = feature

@@ -212,8 +212,10 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
             for f in range(n_features)
         ]
         bins, order, n_bins = bin_features(X, self.thresholds_)
-        splitter = Splitter(bins, order, n_bins, msl, criterion)
-        splitter.route = getattr(self, "_route", 0)
+        # Private knobs for tests and benchmarks: how thresholds are searched.
+        splitter = Splitter(bins, order, n_bins, msl, criterion,
+                            getattr(self, "_max_hist_bins", 256),
+                            getattr(self, "_route", 0))
         progress = _Progress() if self.verbose and self._effective_lookahead() else None
         builder = TreeBuilder(splitter, criterion, self.max_depth,
                               self._effective_lookahead(),

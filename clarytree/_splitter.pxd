@@ -1,8 +1,11 @@
-# Split search over presorted row orders.
+# Split search.
 #
-# A node is a segment [start, end) of ``order[f]`` for every feature f, each
-# sorted by that feature's bin (then by row index).  Splitting partitions
-# every feature's segment stably, so children stay sorted without re-sorting.
+# A node is a segment [start, end) of the row orders.  Features with few
+# threshold bins ("histogram features") are searched from per-bin packed
+# sums built in one pass over the node's rows (a sibling's histogram is the
+# parent's minus the other child's).  Features with many bins are swept in
+# sorted order: order[f] keeps every node's segment sorted by feature f, and
+# partitioning is stable so children stay sorted without re-sorting.
 
 from ._criterion cimport Criterion
 
@@ -31,18 +34,39 @@ cdef class Splitter:
     cdef const int[::1] n_bins          # bins per feature (thresholds + 1)
     cdef Py_ssize_t min_samples_leaf
     cdef Criterion criterion
-    cdef public int route               # 0 auto, 1 bulk, 2 incremental
+    cdef readonly int route             # 0 auto, 1 bulk sweep, 2 incremental sweep
+    cdef readonly Py_ssize_t n_stats
+
+    # histogram layout: feature f owns bins [hist_offset[f], + n_bins[f])
+    cdef Py_ssize_t[::1] hist_offset    # -1 for swept features
+    cdef readonly Py_ssize_t hist_size  # total histogram bins
+    cdef readonly Py_ssize_t n_swept    # features searched by sorted sweeps
+    cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
+
     cdef int[::1] tmp                   # partition buffer
     cdef unsigned char[::1] goes_left
-    cdef double[::1] acc_left, acc_right
+    cdef double[::1] acc_left, acc_right, row_stats
     cdef public unsigned long long n_bulk_sweeps, n_incremental_sweeps
 
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil
-    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end,
-                         double* acc) noexcept nogil
+    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
+                         double* hist, unsigned long long* keys) noexcept nogil
+    cdef void subtract_stats(self, const double* parent_total,
+                             const double* parent_hist,
+                             const unsigned long long* parent_keys,
+                             const double* child_total, const double* child_hist,
+                             const unsigned long long* child_keys,
+                             double* out_total, double* out_hist,
+                             unsigned long long* out_keys) noexcept nogil
+    cdef bint _consider(self, const double* total, const double* left,
+                        Py_ssize_t f, Py_ssize_t b, Py_ssize_t n_left,
+                        SplitRecord* best) noexcept nogil
     cdef bint best_split(self, Py_ssize_t start, Py_ssize_t end,
-                         const double* total, SplitRecord* best) noexcept nogil
+                         const double* total, const double* hist,
+                         SplitRecord* best) noexcept nogil
     cdef Py_ssize_t candidates(self, Py_ssize_t start, Py_ssize_t end,
+                               const double* hist,
+                               const unsigned long long* keys,
                                Candidate* out) noexcept nogil
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil
     cdef Py_ssize_t partition(self, Py_ssize_t start, Py_ssize_t end,
