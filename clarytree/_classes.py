@@ -262,15 +262,18 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         -------
         y : ndarray of shape (n_samples,)
         """
-        return self.tree_.predict(self._validate_X_predict(X))
+        X = self._validate_X_predict(X)
+        return self.tree_.predict(X)
 
     def apply(self, X):
         """Leaf node id reached by each row."""
-        return self.tree_.apply(self._validate_X_predict(X))
+        X = self._validate_X_predict(X)
+        return self.tree_.apply(X)
 
     def decision_path(self, X):
         """Sparse indicator (n_samples, n_nodes) of the nodes each row visits."""
-        return self.tree_.decision_path(self._validate_X_predict(X))
+        X = self._validate_X_predict(X)
+        return self.tree_.decision_path(X)
 
     def get_n_leaves(self):
         """Number of leaves of the fitted tree."""
