@@ -12,7 +12,27 @@ The MBNDT multi-branch differentiable trees live in :mod:`clarytree.mbndt`
 """
 
 from ._classes import CholeskyTreeRegressor, CLARITreeRegressor
+from ._export import (
+    export_graphviz,
+    export_text,
+    from_dict,
+    leaf_table,
+    plot_partition,
+    plot_tree,
+    to_dict,
+)
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["CLARITreeRegressor", "CholeskyTreeRegressor", "__version__"]
+__all__ = [
+    "CLARITreeRegressor",
+    "CholeskyTreeRegressor",
+    "__version__",
+    "export_graphviz",
+    "export_text",
+    "from_dict",
+    "leaf_table",
+    "plot_partition",
+    "plot_tree",
+    "to_dict",
+]
