@@ -318,6 +318,7 @@ def export_text(estimator, feature_names=None, decimals=None, show_samples=True,
     |   |--- leaf 2: y = ... [samples: ...]
     <BLANKLINE>
     """
+    _family(estimator)
     decimals = _check_decimals(decimals)
     if max_terms is not None and (isinstance(max_terms, bool)
                                   or not isinstance(max_terms, numbers.Integral)
@@ -688,6 +689,7 @@ def export_graphviz(estimator, out_file=None, feature_names=None, decimals=4,
     dot : str or None
         The DOT source when ``out_file`` is None.
     """
+    _family(estimator)
     decimals = _check_decimals(decimals)
     names = _feature_names(estimator, feature_names)
     children, edges, texts, is_leaf, n_samples = _generic(
@@ -779,6 +781,7 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     """
     import matplotlib.pyplot as plt
 
+    _family(estimator)
     decimals = _check_decimals(decimals)
     names = _feature_names(estimator, feature_names)
     children, edges, texts, is_leaf, n_samples = _generic(
