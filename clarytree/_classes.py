@@ -331,7 +331,7 @@ _PARAMS_DOC = """
     leaf_ids_ : ndarray of int
         Node ids of the leaves, in preorder.
     leaf_intercepts_ : ndarray of shape (n_leaves,)
-    leaf_coefs_ : ndarray of shape (n_leaves, n_features_in_)
+    leaf_coefs_ : ndarray of shape (n_leaves, n_features)
         Leaf models in original units (zeros for columns not in the leaf
         regressions).
     n_features_in_ : int
