@@ -100,6 +100,10 @@ def _num(value, decimals):
     value = float(value)
     if decimals is None:
         return repr(value)
+    if value != 0 and 1e-4 <= abs(value) < 1e6:
+        # Positional notation reads better than 1.2e+02 in equations.
+        return np.format_float_positional(value, precision=decimals, unique=True,
+                                          fractional=False, trim="-")
     return f"{value:.{decimals}g}"
 
 
@@ -180,7 +184,11 @@ def _mbndt_children(tree, node):
 
 
 def _mbndt_branch_labels(tree, node, name):
-    """Condition of every child of a multiway node, in child order."""
+    """Condition of every child of a multiway node, in child order.
+
+    With ``name=None`` the labels omit the feature (``<= a``, ``(a, b]``,
+    ``> b``, ``in {...}``), for drawings where the node shows it.
+    """
     kids = _mbndt_children(tree, node)
     if tree.is_categorical[node]:
         s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
@@ -190,17 +198,22 @@ def _mbndt_branch_labels(tree, node, name):
             members = [str(v) for v, p in zip(values, positions, strict=True) if p == k]
             if k == tree.default_child[node]:
                 members.append("<other>")
-            labels.append(f"{name} in {{{', '.join(members)}}}")
+            prefix = "" if name is None else f"{name} "
+            labels.append(f"{prefix}in {{{', '.join(members)}}}")
         return labels
     cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
     labels = []
     for k in range(len(kids)):
         if k == 0:
-            labels.append(f"{name} <= {_exact(cuts[0])}")
+            labels.append(f"{name} <= {_exact(cuts[0])}" if name is not None
+                          else f"<= {_exact(cuts[0])}")
         elif k == len(kids) - 1:
-            labels.append(f"{name} > {_exact(cuts[-1])}")
-        else:
+            labels.append(f"{name} > {_exact(cuts[-1])}" if name is not None
+                          else f"> {_exact(cuts[-1])}")
+        elif name is not None:
             labels.append(f"{_exact(cuts[k - 1])} < {name} <= {_exact(cuts[k])}")
+        else:
+            labels.append(f"({_exact(cuts[k - 1])}, {_exact(cuts[k])}]")
     return labels
 
 
@@ -219,13 +232,17 @@ def _mbndt_leaf_text(estimator, node, decimals):
 # --------------------------------------------------------------------------
 
 
-def _generic(estimator, names, decimals, sep=" ", max_terms=None):
-    """Return (children, edge_labels, node_texts, is_leaf, n_samples)."""
+def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=False):
+    """Return (children, edge_labels, node_texts, is_leaf, n_samples).
+
+    ``short_edges`` drops the feature name from edge labels (drawings show it
+    on the node).
+    """
     family = _family(estimator)
     tree = estimator.tree_
+    count = tree.node_count
+    children, edges, texts = [], [], []
     if family == "binary":
-        count = tree.node_count
-        children, edges, texts = [], [], []
         for node in range(count):
             left, right = int(tree.children_left[node]), int(tree.children_right[node])
             if left < 0:
@@ -235,14 +252,12 @@ def _generic(estimator, names, decimals, sep=" ", max_terms=None):
                                max_terms)
                 texts.append(f"leaf {node}{sep}{eq}")
             else:
-                f, t = int(tree.feature[node]), tree.threshold[node]
+                f, t = int(tree.feature[node]), _exact(tree.threshold[node])
+                prefix = "" if short_edges else f"{names[f]} "
                 children.append([left, right])
-                edges.append([f"{names[f]} <= {_exact(t)}", f"{names[f]} > {_exact(t)}"])
+                edges.append([f"{prefix}<= {t}", f"{prefix}> {t}"])
                 texts.append(names[f])
-        n_samples = np.asarray(tree.n_node_samples)
     else:
-        count = tree.node_count
-        children, edges, texts = [], [], []
         for node in range(count):
             if tree.feature[node] < 0:
                 children.append([])
@@ -251,9 +266,9 @@ def _generic(estimator, names, decimals, sep=" ", max_terms=None):
             else:
                 name = names[int(tree.feature[node])]
                 children.append(_mbndt_children(tree, node))
-                edges.append(_mbndt_branch_labels(tree, node, name))
+                edges.append(_mbndt_branch_labels(tree, node, None if short_edges else name))
                 texts.append(name)
-        n_samples = np.asarray(tree.n_node_samples)
+    n_samples = np.asarray(tree.n_node_samples)
     is_leaf = [not c for c in children]
     return children, edges, texts, is_leaf, n_samples
 
@@ -751,12 +766,14 @@ def _layout(children):
 
 
 def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
-              show_samples=True):
+              show_samples=True, max_terms=None):
     """Draw a fitted tree with matplotlib.
 
-    Internal nodes show the tested feature; edges show each branch's
-    condition; leaves show their id and model: the leaf equation (one term per
-    line) for the CLARITree family, the value or class probabilities for
+    For the binary CLARITree family, internal nodes show their test
+    ``feature <= threshold`` (exact) and edges ``yes``/``no``; for MBNDT's
+    multiway nodes, the node shows the feature and each edge its interval or
+    category set. Leaves show their id and model: the leaf equation (one term
+    per line) for the CLARITree family, the value or class probabilities for
     MBNDT.
 
     Parameters
@@ -773,6 +790,9 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
         Text size; by default it shrinks with the number of leaves.
     show_samples : bool, default=True
         Show the number of training rows reaching each node.
+    max_terms : int or None, default=None
+        Show at most this many terms of each leaf equation (see
+        :func:`export_text`).
 
     Returns
     -------
@@ -781,11 +801,18 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     """
     import matplotlib.pyplot as plt
 
-    _family(estimator)
+    family = _family(estimator)
     decimals = _check_decimals(decimals)
     names = _feature_names(estimator, feature_names)
+    binary = family == "binary"
     children, edges, texts, is_leaf, n_samples = _generic(
-        estimator, names, decimals, sep="\n")
+        estimator, names, decimals, sep="\n", max_terms=max_terms, short_edges=not binary)
+    if binary:
+        # As in scikit-learn: the test in the node, yes/no on the edges.
+        for node, kids in enumerate(children):
+            if kids:
+                texts[node] = edges[node][0]
+                edges[node] = ["yes", "no"]
     # One term per line keeps wide equations readable inside a node box.
     texts = [t.replace(" + ", "\n+ ").replace(" - ", "\n- ") for t in texts]
     if ax is None:
@@ -793,26 +820,54 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     x, depth, n_leaves = _layout(children)
     max_depth = int(depth.max())
     if fontsize is None:
-        fontsize = float(np.clip(16.0 - 1.2 * n_leaves, 6.0, 11.0))
+        fontsize = float(np.clip(16.0 - 1.2 * n_leaves, 6.0, 10.0))
     ax.set_axis_off()
-    ax.set_xlim(-0.7, n_leaves - 0.3)
-    ax.set_ylim(-max_depth - 0.8, 0.4)
+    ax.set_xlim(-0.6, n_leaves - 0.4)
+    ax.set_ylim(-max_depth - 0.3, 0.3)
+    artists = []
     for node, kids in enumerate(children):
-        for child, edge in zip(kids, edges[node], strict=True):
+        middle = (len(kids) - 1) / 2
+        for i, (child, edge) in enumerate(zip(kids, edges[node], strict=True)):
             ax.plot([x[node], x[child]], [-depth[node], -depth[child]],
                     color="0.5", linewidth=1.0, zorder=1)
-            ax.text((x[node] + x[child]) / 2, -(depth[node] + depth[child]) / 2, edge,
-                    ha="center", va="center", fontsize=fontsize * 0.85, zorder=3,
-                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
-                          "alpha": 0.85})
+            # Binary labels grow away from their sibling's; interval labels sit
+            # near their child, where siblings are furthest apart.
+            if binary:
+                ha, f = ("right" if i < middle else "left"), 0.5
+            else:
+                ha, f = "center", 0.7
+            artists.append(ax.text(
+                (1 - f) * x[node] + f * x[child], -((1 - f) * depth[node] + f * depth[child]),
+                edge, ha=ha, va="center", fontsize=fontsize * 0.8, zorder=3,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                      "alpha": 0.9}))
     for node, text in enumerate(texts):
         if show_samples:
             text += f"\nsamples = {int(n_samples[node])}"
         face = "#e5f0fa" if is_leaf[node] else "#f7f7f7"
-        ax.text(x[node], -depth[node], text, ha="center",
-                va="top" if is_leaf[node] else "center", fontsize=fontsize, zorder=4,
-                bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": "0.3"})
+        artists.append(ax.text(
+            x[node], -depth[node], text, ha="center",
+            va="top" if is_leaf[node] else "center", fontsize=fontsize, zorder=4,
+            bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": "0.3"}))
+    _fit_limits(ax, artists)
     return ax
+
+
+def _fit_limits(ax, artists):
+    """Widen the axes' limits until every text box lies inside them."""
+    figure = ax.figure
+    for _ in range(3):  # the data/point ratio changes with the limits: iterate
+        renderer = figure.canvas.get_renderer()
+        boxes = [a.get_window_extent(renderer=renderer) for a in artists]
+        inverse = ax.transData.inverted()
+        lo = inverse.transform((min(b.x0 for b in boxes), min(b.y0 for b in boxes)))
+        hi = inverse.transform((max(b.x1 for b in boxes), max(b.y1 for b in boxes)))
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        new = (min(x0, lo[0]), max(x1, hi[0]), min(y0, lo[1]), max(y1, hi[1]))
+        if np.allclose(new, (x0, x1, y0, y1)):
+            break
+        ax.set_xlim(new[0], new[1])
+        ax.set_ylim(new[2], new[3])
 
 
 def _resolve_feature(spec, names):

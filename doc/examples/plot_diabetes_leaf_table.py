@@ -46,7 +46,7 @@ table.round(2)
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 6))
-plot_tree(model, ax=ax, decimals=2)
+plot_tree(model, ax=ax, decimals=3)
 plt.show()
 
 # %%

@@ -46,8 +46,8 @@ print(export_text(models["lookahead (CLARITree)"], feature_names=names, decimals
 
 # %%
 fig, ax = plt.subplots(figsize=(12, 5))
-plot_tree(models["lookahead (CLARITree)"], ax=ax, feature_names=names)
-ax.set_title("CLARITree on the greedy trap (leaf equations truncated in print only)")
+plot_tree(models["lookahead (CLARITree)"], ax=ax, feature_names=names, max_terms=3)
+ax.set_title("CLARITree on the greedy trap (three largest terms per leaf)")
 plt.show()
 
 # %%
