@@ -229,7 +229,9 @@ cdef class TreeBuilder:
             node = self.push_node(depth, m, leaf_loss, total)
             if node < 0:
                 return leaf_objective
-        if remaining <= 0 or leaf_loss <= 2.0 * self.leaf_cost or m < 2 * msl:
+        # The node's objective as a leaf includes its own penalty: a node
+        # whose leaf objective is within 2 * leaf_cost cannot pay for a split.
+        if remaining <= 0 or leaf_objective <= 2.0 * self.leaf_cost or m < 2 * msl:
             return leaf_objective
 
         if lookahead == 0 or remaining == 1:
