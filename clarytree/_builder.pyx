@@ -130,6 +130,25 @@ cdef class TreeBuilder:
                 out["coef"][i, j] = self.coefs[i * p + j]
         return out
 
+    cdef void emit_leaf_children(self, Py_ssize_t node, Py_ssize_t depth,
+                                 Py_ssize_t m, const double* total,
+                                 SplitRecord* record) noexcept nogil:
+        cdef Py_ssize_t s, left, right
+        cdef double* left_acc = &self.splitter.best_left[0]
+        cdef double* right_acc = &self.splitter.acc_right[0]
+        for s in range(self.n_stats):
+            right_acc[s] = total[s] - left_acc[s]
+        left = self.push_node(depth + 1, record.n_left,
+                              self.criterion.loss(left_acc), left_acc)
+        right = self.push_node(depth + 1, m - record.n_left,
+                               self.criterion.loss(right_acc), right_acc)
+        if left < 0 or right < 0:
+            return
+        self.nodes[node].feature = record.feature
+        self.nodes[node].bin = record.bin
+        self.nodes[node].left_child = left
+        self.nodes[node].right_child = right
+
     cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
                               double loss, const double* acc) noexcept nogil:
         cdef Py_ssize_t p = self.criterion.p, capacity, node
@@ -239,6 +258,15 @@ cdef class TreeBuilder:
                 return leaf_objective
             feature = record.feature
             bin = record.bin
+            if remaining == 1:
+                # Both children are leaves: their objectives are the split
+                # score, so no partition and no child statistics are needed.
+                objective = record.score + 2.0 * self.leaf_cost
+                if not objective < leaf_objective:
+                    return leaf_objective
+                if emit:
+                    self.emit_leaf_children(node, depth, m, total, &record)
+                return objective
         else:
             n_cand = self.splitter.max_candidates(m)
             if not self._reserve(depth, n_cand, n_features * m):

@@ -46,6 +46,7 @@ cdef class Splitter:
     cdef int[::1] tmp                   # partition buffer
     cdef unsigned char[::1] goes_left
     cdef double[::1] acc_left, acc_right, row_stats
+    cdef double[::1] best_left          # packed sums of the best split's left child
     cdef public unsigned long long n_bulk_sweeps, n_incremental_sweeps
 
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil

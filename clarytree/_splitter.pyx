@@ -96,6 +96,7 @@ cdef class Splitter:
         self.acc_left = np.empty(self.n_stats)
         self.acc_right = np.empty(self.n_stats)
         self.row_stats = np.empty(self.n_stats)
+        self.best_left = np.zeros(self.n_stats)
         self.n_bulk_sweeps = 0
         self.n_incremental_sweeps = 0
 
@@ -178,6 +179,7 @@ cdef class Splitter:
             best.feature = f
             best.bin = b
             best.n_left = n_left
+            memcpy(&self.best_left[0], left, self.n_stats * sizeof(double))
             return True
         return False
 
@@ -188,6 +190,7 @@ cdef class Splitter:
 
         Features in order, thresholds ascending, strict improvement: ties go
         to the first candidate.  Returns False when no split is admissible.
+        The best split's left packed sums are left in ``best_left``.
         """
         cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
         cdef Py_ssize_t f, i, s, b, row, n_left, n_stats = self.n_stats
@@ -260,6 +263,7 @@ cdef class Splitter:
                         best.feature = f
                         best.bin = bin_i
                         best.n_left = n_left
+                        self.criterion.sweep_left_stats(&self.best_left[0])
                         found = True
                 elif self._consider(total, left, f, bin_i, n_left, best):
                     found = True
