@@ -242,7 +242,9 @@ cdef class TreeBuilder:
         cdef double objective, score, best
         cdef SplitRecord record
         cdef Candidate* cand
-        cdef bint report
+        cdef bint report, carried
+        cdef Py_ssize_t current, pos, first
+        cdef int* sorted_rows
 
         if emit:
             node = self.push_node(depth, m, leaf_loss, total)
@@ -280,11 +282,41 @@ cdef class TreeBuilder:
             if restore:
                 self.splitter.save(start, end, self.saved[depth])
             best = INFINITY
+            # With histogram features only, the left child's statistics are
+            # carried along each feature's threshold sweep (adding the rows
+            # that cross) and the right child's are the parent's minus them.
+            carried = not restore
+            sorted_rows = self.saved[depth]
+            current = -1
+            pos = 0
             for i in range(n_cand):
+                if carried:
+                    if cand[i].feature != current:
+                        current = cand[i].feature
+                        self.splitter.sort_by_bin(start, end, current, sorted_rows)
+                        self.splitter.clear_stats(&self.totals[depth + 1, 0, 0],
+                                                  &self.hists[depth + 1, 0, 0],
+                                                  &self.keys[depth + 1, 0, 0])
+                        pos = 0
+                    first = pos
+                    while pos < m and self.splitter.bins[sorted_rows[pos], current] <= cand[i].bin:
+                        pos += 1
+                    self.splitter.add_stats(sorted_rows + first, pos - first,
+                                            &self.totals[depth + 1, 0, 0],
+                                            &self.hists[depth + 1, 0, 0],
+                                            &self.keys[depth + 1, 0, 0])
                 if not cand[i].duplicate:
                     mid = self.splitter.partition(start, end, cand[i].feature,
                                                   cand[i].bin)
-                    self.prepare_children(start, mid, end, depth, side)
+                    if carried:
+                        self.splitter.subtract_stats(
+                            total, hist, keys,
+                            &self.totals[depth + 1, 0, 0], &self.hists[depth + 1, 0, 0],
+                            &self.keys[depth + 1, 0, 0],
+                            &self.totals[depth + 1, 1, 0], &self.hists[depth + 1, 1, 0],
+                            &self.keys[depth + 1, 1, 0])
+                    else:
+                        self.prepare_children(start, mid, end, depth, side)
                     score = self.grow(start, mid, depth + 1, 0, remaining - 1,
                                       lookahead - 1, False)
                     # Objectives are non-negative: a left completion that is
