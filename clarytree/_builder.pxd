@@ -1,7 +1,7 @@
 # Tree construction: greedy (CholeskyTree) and lookahead (CLARITree).
 
 from ._criterion cimport Criterion
-from ._splitter cimport Splitter, Candidate
+from ._splitter cimport Splitter, Candidate, SplitRecord
 
 
 cdef struct NodeRecord:
@@ -49,5 +49,8 @@ cdef class TreeBuilder:
                                int side) noexcept nogil
     cdef bint _reserve(self, Py_ssize_t depth, Py_ssize_t n_cand,
                        Py_ssize_t n_saved) noexcept nogil
+    cdef void emit_leaf_children(self, Py_ssize_t node, Py_ssize_t depth,
+                                 Py_ssize_t m, const double* total,
+                                 SplitRecord* record) noexcept nogil
     cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
                               double loss, const double* acc) noexcept nogil

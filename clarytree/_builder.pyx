@@ -130,6 +130,25 @@ cdef class TreeBuilder:
                 out["coef"][i, j] = self.coefs[i * p + j]
         return out
 
+    cdef void emit_leaf_children(self, Py_ssize_t node, Py_ssize_t depth,
+                                 Py_ssize_t m, const double* total,
+                                 SplitRecord* record) noexcept nogil:
+        cdef Py_ssize_t s, left, right
+        cdef double* left_acc = &self.splitter.best_left[0]
+        cdef double* right_acc = &self.splitter.acc_right[0]
+        for s in range(self.n_stats):
+            right_acc[s] = total[s] - left_acc[s]
+        left = self.push_node(depth + 1, record.n_left,
+                              self.criterion.loss(left_acc), left_acc)
+        right = self.push_node(depth + 1, m - record.n_left,
+                               self.criterion.loss(right_acc), right_acc)
+        if left < 0 or right < 0:
+            return
+        self.nodes[node].feature = record.feature
+        self.nodes[node].bin = record.bin
+        self.nodes[node].left_child = left
+        self.nodes[node].right_child = right
+
     cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
                               double loss, const double* acc) noexcept nogil:
         cdef Py_ssize_t p = self.criterion.p, capacity, node
@@ -223,13 +242,17 @@ cdef class TreeBuilder:
         cdef double objective, score, best
         cdef SplitRecord record
         cdef Candidate* cand
-        cdef bint report
+        cdef bint report, carried
+        cdef Py_ssize_t current, pos, first
+        cdef int* sorted_rows
 
         if emit:
             node = self.push_node(depth, m, leaf_loss, total)
             if node < 0:
                 return leaf_objective
-        if remaining <= 0 or leaf_loss <= 2.0 * self.leaf_cost or m < 2 * msl:
+        # The node's objective as a leaf includes its own penalty: a node
+        # whose leaf objective is within 2 * leaf_cost cannot pay for a split.
+        if remaining <= 0 or leaf_objective <= 2.0 * self.leaf_cost or m < 2 * msl:
             return leaf_objective
 
         if lookahead == 0 or remaining == 1:
@@ -237,6 +260,15 @@ cdef class TreeBuilder:
                 return leaf_objective
             feature = record.feature
             bin = record.bin
+            if remaining == 1:
+                # Both children are leaves: their objectives are the split
+                # score, so no partition and no child statistics are needed.
+                objective = record.score + 2.0 * self.leaf_cost
+                if not objective < leaf_objective:
+                    return leaf_objective
+                if emit:
+                    self.emit_leaf_children(node, depth, m, total, &record)
+                return objective
         else:
             n_cand = self.splitter.max_candidates(m)
             if not self._reserve(depth, n_cand, n_features * m):
@@ -250,11 +282,41 @@ cdef class TreeBuilder:
             if restore:
                 self.splitter.save(start, end, self.saved[depth])
             best = INFINITY
+            # With histogram features only, the left child's statistics are
+            # carried along each feature's threshold sweep (adding the rows
+            # that cross) and the right child's are the parent's minus them.
+            carried = not restore
+            sorted_rows = self.saved[depth]
+            current = -1
+            pos = 0
             for i in range(n_cand):
+                if carried:
+                    if cand[i].feature != current:
+                        current = cand[i].feature
+                        self.splitter.sort_by_bin(start, end, current, sorted_rows)
+                        self.splitter.clear_stats(&self.totals[depth + 1, 0, 0],
+                                                  &self.hists[depth + 1, 0, 0],
+                                                  &self.keys[depth + 1, 0, 0])
+                        pos = 0
+                    first = pos
+                    while pos < m and self.splitter.bins[sorted_rows[pos], current] <= cand[i].bin:
+                        pos += 1
+                    self.splitter.add_stats(sorted_rows + first, pos - first,
+                                            &self.totals[depth + 1, 0, 0],
+                                            &self.hists[depth + 1, 0, 0],
+                                            &self.keys[depth + 1, 0, 0])
                 if not cand[i].duplicate:
                     mid = self.splitter.partition(start, end, cand[i].feature,
                                                   cand[i].bin)
-                    self.prepare_children(start, mid, end, depth, side)
+                    if carried:
+                        self.splitter.subtract_stats(
+                            total, hist, keys,
+                            &self.totals[depth + 1, 0, 0], &self.hists[depth + 1, 0, 0],
+                            &self.keys[depth + 1, 0, 0],
+                            &self.totals[depth + 1, 1, 0], &self.hists[depth + 1, 1, 0],
+                            &self.keys[depth + 1, 1, 0])
+                    else:
+                        self.prepare_children(start, mid, end, depth, side)
                     score = self.grow(start, mid, depth + 1, 0, remaining - 1,
                                       lookahead - 1, False)
                     # Objectives are non-negative: a left completion that is

@@ -54,7 +54,8 @@ _SEMANTICS = """
     partition of a node the smallest is used.
 
     Stopping and pruning: a node is a leaf at depth ``max_depth``, when its
-    leaf objective is at most ``2 * leaf_penalty * TSS``, or when it has fewer
+    leaf objective (its ridge loss plus its own ``leaf_penalty * TSS``) is at
+    most ``2 * leaf_penalty * TSS``, or when it has fewer
     than ``2 * min_samples_leaf`` rows.  A split is admissible when both
     children keep at least ``min_samples_leaf`` rows.  A split is kept only
     if its subtree objective is strictly below the node's leaf objective

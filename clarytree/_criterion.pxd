@@ -30,6 +30,7 @@ cdef class Criterion:
     cdef void sweep_move_left(self, Py_ssize_t row) noexcept nogil
     cdef double sweep_left_loss(self) noexcept nogil
     cdef double sweep_right_loss(self) noexcept nogil
+    cdef void sweep_left_stats(self, double* out) noexcept nogil
 
 
 cdef class RidgeCriterion(Criterion):

@@ -73,6 +73,9 @@ cdef class Criterion:
     cdef double sweep_right_loss(self) noexcept nogil:
         return 0.0
 
+    cdef void sweep_left_stats(self, double* out) noexcept nogil:
+        pass
+
 
 cdef class RidgeCriterion(Criterion):
     """Ridge leaves: ``min ||y - Z beta||^2 + beta^T Lambda beta``.
@@ -162,6 +165,9 @@ cdef class RidgeCriterion(Criterion):
 
     cdef double sweep_right_loss(self) noexcept nogil:
         return self.right_yy - sum_squares(&self.right_z[0], self.p)
+
+    cdef void sweep_left_stats(self, double* out) noexcept nogil:
+        memcpy(out, &self.left_acc[0], self.n_stats * sizeof(double))
 
 
 cdef class ConstantCriterion(Criterion):

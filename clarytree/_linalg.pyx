@@ -378,8 +378,13 @@ def cholesky_factor(A):
 
 def solve_triangular_rt(R, b):
     """Solve ``R^T v = b`` for upper-triangular ``R``."""
-    cdef double[:, ::1] Rv = np.ascontiguousarray(R, dtype=np.float64)
+    R = np.ascontiguousarray(R, dtype=np.float64)
     v = np.array(b, dtype=np.float64, copy=True)
+    # The kernel runs without bounds checks: a mismatch would read and write
+    # out of bounds.
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] == 0 or v.shape != (R.shape[0],):
+        raise ValueError(f"need square R (p, p) and b (p,), got {R.shape} and {v.shape}")
+    cdef double[:, ::1] Rv = R
     cdef double[::1] vv = v
     solve_rt(&Rv[0, 0], &vv[0], Rv.shape[0])
     return v

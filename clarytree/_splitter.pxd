@@ -44,13 +44,21 @@ cdef class Splitter:
     cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
 
     cdef int[::1] tmp                   # partition buffer
+    cdef Py_ssize_t[::1] bin_counts     # counting-sort buffer
     cdef unsigned char[::1] goes_left
     cdef double[::1] acc_left, acc_right, row_stats
+    cdef double[::1] best_left          # packed sums of the best split's left child
     cdef public unsigned long long n_bulk_sweeps, n_incremental_sweeps
 
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil
+    cdef void clear_stats(self, double* total, double* hist,
+                          unsigned long long* keys) noexcept nogil
+    cdef void add_stats(self, const int* rows, Py_ssize_t n_rows, double* total,
+                        double* hist, unsigned long long* keys) noexcept nogil
     cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
                          double* hist, unsigned long long* keys) noexcept nogil
+    cdef void sort_by_bin(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t feature,
+                          int* out) noexcept nogil
     cdef void subtract_stats(self, const double* parent_total,
                              const double* parent_hist,
                              const unsigned long long* parent_keys,

@@ -92,29 +92,34 @@ cdef class Splitter:
         # per-feature sorted orders are kept only when some feature is swept.
         self.n_orders = self.n_features if self.n_swept > 0 else 1
         self.tmp = np.empty(self.n_samples, dtype=np.int32)
+        self.bin_counts = np.empty(max(np.max(n_bins), 1), dtype=np.intp)
         self.goes_left = np.zeros(self.n_samples, dtype=np.uint8)
         self.acc_left = np.empty(self.n_stats)
         self.acc_right = np.empty(self.n_stats)
         self.row_stats = np.empty(self.n_stats)
+        self.best_left = np.zeros(self.n_stats)
         self.n_bulk_sweeps = 0
         self.n_incremental_sweeps = 0
 
-    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
-                         double* hist, unsigned long long* keys) noexcept nogil:
-        """Packed sums of the node and, per histogram feature, of each bin."""
+    cdef void clear_stats(self, double* total, double* hist,
+                          unsigned long long* keys) noexcept nogil:
+        memset(total, 0, self.n_stats * sizeof(double))
+        if self.n_swept < self.n_features:
+            memset(hist, 0, self.hist_size * self.n_stats * sizeof(double))
+            memset(keys, 0, self.hist_size * sizeof(unsigned long long))
+
+    cdef void add_stats(self, const int* rows, Py_ssize_t n_rows, double* total,
+                        double* hist, unsigned long long* keys) noexcept nogil:
+        """Add rows to packed sums and, per histogram feature, to their bins."""
         cdef Py_ssize_t i, f, s, row, n_stats = self.n_stats
         cdef Py_ssize_t nf = self.n_features, off
-        cdef const int* rows = &self.order[0, start]
         cdef double* u = &self.row_stats[0]
         cdef double* h
         cdef unsigned long long key
-        memset(total, 0, n_stats * sizeof(double))
         if self.n_swept == nf:
-            self.criterion.add_rows(total, rows, end - start)
+            self.criterion.add_rows(total, rows, n_rows)
             return
-        memset(hist, 0, self.hist_size * n_stats * sizeof(double))
-        memset(keys, 0, self.hist_size * sizeof(unsigned long long))
-        for i in range(end - start):
+        for i in range(n_rows):
             row = rows[i]
             memset(u, 0, n_stats * sizeof(double))
             self.criterion.add_row(u, row, 1.0)
@@ -130,6 +135,30 @@ cdef class Splitter:
                 h = hist + off * n_stats
                 for s in range(n_stats):
                     h[s] += u[s]
+
+    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
+                         double* hist, unsigned long long* keys) noexcept nogil:
+        """Packed sums of the node and, per histogram feature, of each bin."""
+        self.clear_stats(total, hist, keys)
+        self.add_stats(&self.order[0, start], end - start, total, hist, keys)
+
+    cdef void sort_by_bin(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t feature,
+                          int* out) noexcept nogil:
+        """Counting sort of the node's rows by their bin of ``feature``."""
+        cdef Py_ssize_t i, b, acc = 0, nb = self.n_bins[feature], row
+        cdef Py_ssize_t* counts = &self.bin_counts[0]
+        cdef const int* rows = &self.order[0, start]
+        for b in range(nb):
+            counts[b] = 0
+        for i in range(end - start):
+            counts[self.bins[rows[i], feature]] += 1
+        for b in range(nb):
+            acc, counts[b] = acc + counts[b], acc
+        for i in range(end - start):
+            row = rows[i]
+            b = self.bins[row, feature]
+            out[counts[b]] = <int>row
+            counts[b] += 1
 
     cdef void subtract_stats(self, const double* parent_total,
                              const double* parent_hist,
@@ -178,6 +207,7 @@ cdef class Splitter:
             best.feature = f
             best.bin = b
             best.n_left = n_left
+            memcpy(&self.best_left[0], left, self.n_stats * sizeof(double))
             return True
         return False
 
@@ -188,6 +218,7 @@ cdef class Splitter:
 
         Features in order, thresholds ascending, strict improvement: ties go
         to the first candidate.  Returns False when no split is admissible.
+        The best split's left packed sums are left in ``best_left``.
         """
         cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
         cdef Py_ssize_t f, i, s, b, row, n_left, n_stats = self.n_stats
@@ -260,6 +291,7 @@ cdef class Splitter:
                         best.feature = f
                         best.bin = bin_i
                         best.n_left = n_left
+                        self.criterion.sweep_left_stats(&self.best_left[0])
                         found = True
                 elif self._consider(total, left, f, bin_i, n_left, best):
                     found = True

@@ -35,8 +35,11 @@ def threshold_pool(x, n_thresholds, strategy="quantile"):
         levels = np.arange(1, n_thresholds + 1) / (n_thresholds + 1)
         return np.unique(np.quantile(x, levels, method="linear"))
     lo, hi = values[0], values[-1]
-    centres = lo + (np.arange(n_thresholds) + 0.5) * ((hi - lo) / n_thresholds)
-    return np.unique(centres)
+    step = (hi - lo) / n_thresholds
+    edges = lo + step * np.arange(n_thresholds + 1)
+    # Centre of each bin as the mean of its two edges (the reference's
+    # arithmetic, so pools agree to the last bit).
+    return np.unique((edges[:-1] + edges[1:]) / 2.0)
 
 
 def bin_features(X, thresholds):

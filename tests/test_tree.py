@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
 from clarytree._tree import TREE_LEAF
 
-from ._reference import ReferenceProblem
+from reference_impl import ReferenceProblem
 
 
 def make_data(seed, n=200, k=3, binary=1, noise=0.1):

@@ -67,7 +67,7 @@ class ReferenceProblem:
         return out
 
     def stops(self, idx, depth, loss):
-        return depth == 0 or loss <= 2 * self.cost or len(idx) < 2 * self.msl
+        return depth == 0 or loss + self.cost <= 2 * self.cost or len(idx) < 2 * self.msl
 
     def greedy(self, idx, depth):
         loss = self.leaf_loss(idx)
