@@ -10,12 +10,22 @@ import pytest
 
 from clarytree.datasets import make_piecewise_linear
 
+_WORKDIR = {}
 
-def run(*args, cwd=None):
+
+@pytest.fixture(scope="module", autouse=True)
+def _empty_workdir(tmp_path_factory):
+    # ``python -m`` puts the working directory first on sys.path: run from an
+    # empty folder so that the installed package is tested, not the sources.
+    _WORKDIR["path"] = tmp_path_factory.mktemp("cwd")
+
+
+def run(*args):
     env = dict(os.environ, MPLBACKEND="Agg")
     env.pop("CLARYTREE_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "clarytree", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+                          capture_output=True, text=True, cwd=_WORKDIR["path"], env=env,
+                          timeout=300)
 
 
 def assert_usage_error(result, *fragments):
@@ -95,6 +105,7 @@ def test_fit_predict_round_trip(data_csv, tmp_path):
 
 
 def test_fit_greedy_and_parquet(data_csv, tmp_path):
+    pytest.importorskip("pyarrow")
     parquet = tmp_path / "train.parquet"
     pd.read_csv(data_csv).to_parquet(parquet)
     result = run("fit", parquet, "--target", "target", "--lookahead-depth", 0,

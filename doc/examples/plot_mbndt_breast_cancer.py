@@ -18,14 +18,13 @@ from sklearn.metrics import balanced_accuracy_score
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier
 
-from clarytree import export_text, leaf_table, plot_tree
-from clarytree.mbndt import MBNDTClassifier
+from clarytree import export_text, leaf_table, mbndt, plot_tree
 
 X, y = load_breast_cancer(return_X_y=True, as_frame=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, stratify=y,
                                                     random_state=0)
 
-model = MBNDTClassifier(max_depth=2, n_branches=3, n_restarts=2, max_epochs=60,
+model = mbndt.MBNDTClassifier(max_depth=2, n_branches=3, n_restarts=2, max_epochs=60,
                         random_state=0)
 model.fit(X_train, y_train)
 cart = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X_train, y_train)
