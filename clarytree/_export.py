@@ -183,7 +183,7 @@ def _mbndt_children(tree, node):
     return [int(c) for c in tree.children[tree.children_ptr[node]:tree.children_ptr[node + 1]]]
 
 
-def _mbndt_branch_labels(tree, node, name):
+def _mbndt_branch_labels(tree, node, name, fmt=_exact):
     """Condition of every child of a multiway node, in child order.
 
     With ``name=None`` the labels omit the feature (``<= a``, ``(a, b]``,
@@ -205,15 +205,15 @@ def _mbndt_branch_labels(tree, node, name):
     labels = []
     for k in range(len(kids)):
         if k == 0:
-            labels.append(f"{name} <= {_exact(cuts[0])}" if name is not None
-                          else f"<= {_exact(cuts[0])}")
+            labels.append(f"{name} <= {fmt(cuts[0])}" if name is not None
+                          else f"<= {fmt(cuts[0])}")
         elif k == len(kids) - 1:
-            labels.append(f"{name} > {_exact(cuts[-1])}" if name is not None
-                          else f"> {_exact(cuts[-1])}")
+            labels.append(f"{name} > {fmt(cuts[-1])}" if name is not None
+                          else f"> {fmt(cuts[-1])}")
         elif name is not None:
-            labels.append(f"{_exact(cuts[k - 1])} < {name} <= {_exact(cuts[k])}")
+            labels.append(f"{fmt(cuts[k - 1])} < {name} <= {fmt(cuts[k])}")
         else:
-            labels.append(f"({_exact(cuts[k - 1])}, {_exact(cuts[k])}]")
+            labels.append(f"({fmt(cuts[k - 1])}, {fmt(cuts[k])}]")
     return labels
 
 
@@ -232,13 +232,15 @@ def _mbndt_leaf_text(estimator, node, decimals):
 # --------------------------------------------------------------------------
 
 
-def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=False):
+def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
+             threshold_format=None):
     """Return (children, edge_labels, node_texts, is_leaf, n_samples).
 
     ``short_edges`` drops the feature name from edge labels (drawings show it
-    on the node).
+    on the node); ``threshold_format`` replaces the exact threshold format.
     """
     family = _family(estimator)
+    fmt = threshold_format or _exact
     tree = estimator.tree_
     count = tree.node_count
     children, edges, texts = [], [], []
@@ -252,7 +254,7 @@ def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=Fa
                                max_terms)
                 texts.append(f"leaf {node}{sep}{eq}")
             else:
-                f, t = int(tree.feature[node]), _exact(tree.threshold[node])
+                f, t = int(tree.feature[node]), fmt(tree.threshold[node])
                 prefix = "" if short_edges else f"{names[f]} "
                 children.append([left, right])
                 edges.append([f"{prefix}<= {t}", f"{prefix}> {t}"])
@@ -266,7 +268,8 @@ def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=Fa
             else:
                 name = names[int(tree.feature[node])]
                 children.append(_mbndt_children(tree, node))
-                edges.append(_mbndt_branch_labels(tree, node, None if short_edges else name))
+                edges.append(_mbndt_branch_labels(tree, node, None if short_edges else name,
+                                                  fmt))
                 texts.append(name)
     n_samples = np.asarray(tree.n_node_samples)
     is_leaf = [not c for c in children]
@@ -766,13 +769,13 @@ def _layout(children):
 
 
 def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
-              show_samples=True, max_terms=None):
+              show_samples=True, max_terms=None, threshold_decimals=None):
     """Draw a fitted tree with matplotlib.
 
     For the binary CLARITree family, internal nodes show their test
     ``feature <= threshold`` (exact) and edges ``yes``/``no``; for MBNDT's
-    multiway nodes, the node shows the feature and each edge its interval or
-    category set. Leaves show their id and model: the leaf equation (one term
+    multiway nodes, the node shows the feature and each child the interval or
+    category set that leads to it. Leaves show their id and model: the leaf equation (one term
     per line) for the CLARITree family, the value or class probabilities for
     MBNDT.
 
@@ -787,12 +790,17 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     decimals : int or None, default=3
         Significant digits of leaf coefficients and values (None: exact).
     fontsize : float, optional
-        Text size; by default it shrinks with the number of leaves.
+        Text size; by default it shrinks with the number of leaves and until
+        neighbouring leaves fit side by side.
     show_samples : bool, default=True
         Show the number of training rows reaching each node.
     max_terms : int or None, default=None
         Show at most this many terms of each leaf equation (see
         :func:`export_text`).
+    threshold_decimals : int or None, default=None
+        Round thresholds and cut points to this many significant digits for
+        display. ``None`` draws them exactly, as :func:`export_text` prints
+        them; rounded values may misplace rows that lie next to a threshold.
 
     Returns
     -------
@@ -805,21 +813,32 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     decimals = _check_decimals(decimals)
     names = _feature_names(estimator, feature_names)
     binary = family == "binary"
+    threshold_decimals = _check_decimals(threshold_decimals)
     children, edges, texts, is_leaf, n_samples = _generic(
-        estimator, names, decimals, sep="\n", max_terms=max_terms, short_edges=not binary)
+        estimator, names, decimals, sep="\n", max_terms=max_terms, short_edges=not binary,
+        threshold_format=None if threshold_decimals is None
+        else (lambda v: _num(v, threshold_decimals)))
     if binary:
         # As in scikit-learn: the test in the node, yes/no on the edges.
         for node, kids in enumerate(children):
             if kids:
                 texts[node] = edges[node][0]
                 edges[node] = ["yes", "no"]
+    else:
+        # Sibling intervals would collide on the edges: each child shows its own.
+        texts = [t.replace(" (proba [", "\nproba [").replace("])", "]") for t in texts]
+        for node, kids in enumerate(children):
+            for child, label in zip(kids, edges[node], strict=True):
+                texts[child] = f"{label}\n{texts[child]}"
+            edges[node] = [""] * len(kids)
     # One term per line keeps wide equations readable inside a node box.
     texts = [t.replace(" + ", "\n+ ").replace(" - ", "\n- ") for t in texts]
     if ax is None:
         ax = plt.gca()
     x, depth, n_leaves = _layout(children)
     max_depth = int(depth.max())
-    if fontsize is None:
+    auto_size = fontsize is None
+    if auto_size:
         fontsize = float(np.clip(16.0 - 1.2 * n_leaves, 6.0, 10.0))
     ax.set_axis_off()
     ax.set_xlim(-0.6, n_leaves - 0.4)
@@ -830,6 +849,8 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
         for i, (child, edge) in enumerate(zip(kids, edges[node], strict=True)):
             ax.plot([x[node], x[child]], [-depth[node], -depth[child]],
                     color="0.5", linewidth=1.0, zorder=1)
+            if not edge:
+                continue
             # Binary labels grow away from their sibling's; interval labels sit
             # near their child, where siblings are furthest apart.
             if binary:
@@ -850,7 +871,22 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
             va="top" if is_leaf[node] else "center", fontsize=fontsize, zorder=4,
             bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": "0.3"}))
     _fit_limits(ax, artists)
+    if auto_size:
+        _shrink_to_fit(ax, artists, [a for a, leaf in zip(artists[-len(texts):], is_leaf,
+                                                         strict=True) if leaf])
     return ax
+
+
+def _shrink_to_fit(ax, artists, leaf_boxes):
+    """Scale the font down until neighbouring leaf boxes no longer overlap."""
+    renderer = ax.figure.canvas.get_renderer()
+    widest = max(b.get_window_extent(renderer=renderer).width for b in leaf_boxes)
+    x0, x1 = ax.transData.transform([(0.0, 0.0), (1.0, 0.0)])[:, 0]
+    spacing = abs(x1 - x0)  # one leaf slot, in pixels
+    if widest > 0.95 * spacing:
+        scale = 0.95 * spacing / widest
+        for artist in artists:
+            artist.set_fontsize(max(4.0, artist.get_fontsize() * scale))
 
 
 def _fit_limits(ax, artists):
@@ -1034,7 +1070,9 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
         vmin, vmax = min(vmin, y.min()), max(vmax, y.max())
     mesh = ax.pcolormesh(mx, my, values, shading="auto", cmap="viridis", vmin=vmin,
                          vmax=vmax, zorder=1)
-    plt.colorbar(mesh, ax=ax, label="prediction")
+    classes = getattr(estimator, "classes_", None)
+    label = "prediction" if classes is None else f"P(class {classes[-1]})"
+    plt.colorbar(mesh, ax=ax, label=label)
     if y is not None:
         ax.scatter(X_arr[:, features[0]], X_arr[:, features[1]], c=y, cmap="viridis",
                    vmin=vmin, vmax=vmax, s=12, edgecolors="k", linewidths=0.3, zorder=3)

@@ -53,12 +53,11 @@ HAVE_MBNDT = (importlib.util.find_spec("torch") is not None
 
 
 def _write_mbndt_api():
-    """Generate the MBNDT API section for this build (empty note without it)."""
-    target = HERE / "api_mbndt.inc"
+    """Generate the MBNDT API page for this build (a note when it cannot import)."""
+    target = HERE / "api_mbndt.rst"
+    title = "MBNDT multi-branch trees\n========================\n\n"
     if HAVE_MBNDT:
-        text = (
-            "MBNDT multi-branch trees\n"
-            "------------------------\n\n"
+        text = title + (
             ".. currentmodule:: clarytree.mbndt\n\n"
             ".. autosummary::\n"
             "   :toctree: generated/\n\n"
@@ -66,9 +65,7 @@ def _write_mbndt_api():
             "   MBNDTRegressor\n"
         )
     else:
-        text = (
-            "MBNDT multi-branch trees\n"
-            "------------------------\n\n"
+        text = title + (
             "``clarytree.mbndt`` could not be imported when this page was built "
             "(it needs PyTorch); see its docstrings.\n"
         )

@@ -40,6 +40,8 @@ print(export_text(model, decimals=3))
 leaf_table(model).round(3)
 
 # %%
+# The drawing rounds cut points to four significant digits for legibility;
+# the text above has them exactly.
 fig, ax = plt.subplots(figsize=(11, 5))
-plot_tree(model, ax=ax)
+plot_tree(model, ax=ax, threshold_decimals=4)
 plt.show()
