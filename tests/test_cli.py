@@ -1,6 +1,7 @@
 """End-to-end tests of the ``clarytree`` command line, run through subprocess."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -185,3 +186,34 @@ def test_console_script_entry_point():
     from clarytree._cli import main
 
     assert ep.load() is main
+
+
+def test_progress_display(data_csv):
+    # -v shows the lookahead's progress on stderr; captured output stays quiet.
+    loud = run("fit", data_csv, "--target", "target", "--max-depth", 3, "-v")
+    assert loud.returncode == 0, loud.stderr
+    assert re.search(r"\d+/\d+", loud.stderr), loud.stderr
+    quiet = run("fit", data_csv, "--target", "target", "--max-depth", 3)
+    assert quiet.returncode == 0
+    assert quiet.stderr == ""
+
+
+def test_mbndt_fit_predict(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("clarytree.mbndt")
+    from sklearn.datasets import load_breast_cancer
+
+    frame = load_breast_cancer(as_frame=True).frame.iloc[:, [0, 1, 20, 27, 30]]
+    path = tmp_path / "cancer.csv"
+    frame.to_csv(path, index=False)
+    model = tmp_path / "mbndt.joblib"
+    result = run("mbndt", path, "--target", "target", "--max-depth", 2, "--n-restarts", 1,
+                 "--max-epochs", 30, "--out", model, "--json", tmp_path / "tree.json")
+    assert result.returncode == 0, result.stderr
+    assert "MBNDTClassifier (classification)" in result.stdout
+    assert "balanced accuracy" in result.stdout and "class " in result.stdout
+    result = run("predict", model, path)
+    assert result.returncode == 0, result.stderr
+    predictions = result.stdout.splitlines()[1:]
+    assert len(predictions) == len(frame) and set(predictions) <= {"0", "1"}
+    assert_usage_error(run("mbndt", path, "--target", "nope"), "column 'nope' not found")
