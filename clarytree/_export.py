@@ -433,7 +433,8 @@ def leaf_table(estimator, feature_names=None):
             }
             row.update(zip(value_cols, (float(v) for v in tree.value[leaf]), strict=True))
             records.append(row)
-        records.sort(key=lambda r: _multiway_preorder(tree).index(r["leaf"]))
+        position = {node: i for i, node in enumerate(_multiway_preorder(tree))}
+        records.sort(key=lambda r: position[r["leaf"]])
         columns = ["leaf", "rule", "n_samples", *value_cols]
     return pd.DataFrame.from_records(records, columns=columns)
 

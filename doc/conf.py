@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -9,9 +10,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import clarytree  # noqa: E402
-
 HERE = Path(__file__).parent
+# ``python -m sphinx`` run from the repository root would import the source
+# tree (without its compiled extensions): document the installed package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE.parent.resolve()]
+
+import clarytree  # noqa: E402
 
 project = "clarytree"
 author = "clarytree developers"
