@@ -38,7 +38,6 @@ default_role = "literal"
 nitpicky = False
 
 autosummary_generate = True
-autodoc_default_options = {"inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
