@@ -1004,6 +1004,7 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
     if isinstance(grid_resolution, bool) or not isinstance(grid_resolution, numbers.Integral) \
             or grid_resolution < 2:
         raise ValueError(f"grid_resolution must be an int >= 2, got {grid_resolution!r}")
+    target_name = str(getattr(y, "name", None) or "y")
     if y is not None:
         y = np.asarray(y, dtype=np.float64).ravel()
         if y.shape[0] != X_arr.shape[0]:
@@ -1048,17 +1049,23 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
         if family == "binary":
             regions, splits = _binary_regions(estimator.tree_, features, fixed,
                                               [(lo[0], hi[0])])
+            tree = estimator.tree_
             for k, (leaf, bounds) in enumerate(sorted(regions, key=lambda r: r[1][0][0])):
                 xs = np.linspace(bounds[0][0], bounds[0][1], max(2, grid_resolution // 10))
-                ax.plot(xs, model_values(xs[:, None]), linewidth=2.0, zorder=3,
-                        color=plt.cm.tab10(k % 10), label=f"leaf {leaf}")
+                # The leaf's own equation: evaluating the model would send the
+                # segment's end point on the threshold to the left leaf.
+                points = np.tile(fixed, (xs.shape[0], 1))
+                points[:, features[0]] = xs
+                values = tree.intercept[leaf] + points @ tree.coef[leaf]
+                ax.plot(xs, values, linewidth=2.0, zorder=3, color=plt.cm.tab10(k % 10),
+                        label=f"leaf {leaf}")
             for _, t, _ in splits:
                 ax.axvline(t, color="0.3", linestyle=":", linewidth=1.0, zorder=2)
         else:
             xs = np.linspace(lo[0], hi[0], grid_resolution)
             ax.plot(xs, model_values(xs[:, None]), linewidth=2.0, label="model", zorder=3)
         ax.set_xlabel(axes_names[0])
-        ax.set_ylabel("prediction" if y is None else "y")
+        ax.set_ylabel("prediction" if y is None else target_name)
         ax.legend(loc="best", fontsize="small")
         return ax
 
