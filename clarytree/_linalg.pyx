@@ -31,7 +31,7 @@ cdef int chol_update(double* R, double* z, const double* x, double y,
     ``work`` holds ``p`` doubles.  Returns 0, or 1 if the result is not
     finite (the caller then refactors from the raw sums).
     """
-    cdef Py_ssize_t j, l
+    cdef Py_ssize_t j, col
     cdef double r, c, s, t, rjj
     cdef double* v = work
     cdef double* row
@@ -46,10 +46,10 @@ cdef int chol_update(double* R, double* z, const double* x, double y,
         c = rjj / r
         s = v[j] / r
         row[j] = r
-        for l in range(j + 1, p):
-            t = c * row[l] + s * v[l]
-            v[l] = c * v[l] - s * row[l]
-            row[l] = t
+        for col in range(j + 1, p):
+            t = c * row[col] + s * v[col]
+            v[col] = c * v[col] - s * row[col]
+            row[col] = t
         t = c * z[j] + s * y
         y = c * y - s * z[j]
         z[j] = t
@@ -67,7 +67,7 @@ cdef int chol_downdate(double* R, double* z, const double* x, double y,
     is left untouched and 1 is returned, so the caller can refactor from
     scratch.  ``work`` holds ``4 p`` doubles.
     """
-    cdef Py_ssize_t i, l
+    cdef Py_ssize_t i, col
     cdef double* a = work
     cdef double* c = work + p
     cdef double* s = work + 2 * p
@@ -99,14 +99,14 @@ cdef int chol_downdate(double* R, double* z, const double* x, double y,
         s[i] = bb / nrm
         alpha = scale * nrm
 
-    for l in range(p):
-        v[l] = 0.0
+    for col in range(p):
+        v[col] = 0.0
     for i in range(p - 1, -1, -1):
         row = R + i * p
-        for l in range(i, p):
-            t = c[i] * row[l] - s[i] * v[l]
-            v[l] = c[i] * v[l] + s[i] * row[l]
-            row[l] = t
+        for col in range(i, p):
+            t = c[i] * row[col] - s[i] * v[col]
+            v[col] = c[i] * v[col] + s[i] * row[col]
+            row[col] = t
         t = c[i] * z[i] - s[i] * zeta
         zeta = c[i] * zeta + s[i] * z[i]
         z[i] = t
@@ -120,7 +120,7 @@ cdef int chol_factor(double* A, Py_ssize_t p) noexcept nogil:
     lower triangle is zeroed.  Returns 0, or ``j + 1`` when the ``j``-th pivot
     is not positive (A not numerically positive definite).
     """
-    cdef Py_ssize_t i, j, l
+    cdef Py_ssize_t i, j, col
     cdef double d, rij
     cdef double* rowi
     cdef double* rowj
@@ -131,41 +131,41 @@ cdef int chol_factor(double* A, Py_ssize_t p) noexcept nogil:
             return <int>(i + 1)
         d = sqrt(d)
         rowi[i] = d
-        for l in range(i + 1, p):
-            rowi[l] /= d
+        for col in range(i + 1, p):
+            rowi[col] /= d
         for j in range(i + 1, p):
             rij = rowi[j]
             rowj = A + j * p
-            for l in range(j, p):
-                rowj[l] -= rij * rowi[l]
-        for l in range(i):
-            rowi[l] = 0.0
+            for col in range(j, p):
+                rowj[col] -= rij * rowi[col]
+        for col in range(i):
+            rowi[col] = 0.0
     return 0
 
 
 cdef void solve_rt(const double* R, double* v, Py_ssize_t p) noexcept nogil:
     """In place ``v <- R^{-T} v`` (forward substitution, row sweeps)."""
-    cdef Py_ssize_t i, l
+    cdef Py_ssize_t i, col
     cdef double vi
     cdef const double* row
     for i in range(p):
         row = R + i * p
         vi = v[i] / row[i]
         v[i] = vi
-        for l in range(i + 1, p):
-            v[l] -= row[l] * vi
+        for col in range(i + 1, p):
+            v[col] -= row[col] * vi
 
 
 cdef void solve_r(const double* R, double* v, Py_ssize_t p) noexcept nogil:
     """In place ``v <- R^{-1} v`` (back substitution)."""
-    cdef Py_ssize_t i, l
+    cdef Py_ssize_t i, col
     cdef double acc
     cdef const double* row
     for i in range(p - 1, -1, -1):
         row = R + i * p
         acc = v[i]
-        for l in range(i + 1, p):
-            acc -= row[l] * v[l]
+        for col in range(i + 1, p):
+            acc -= row[col] * v[col]
         v[i] = acc / row[i]
 
 
@@ -190,12 +190,12 @@ cdef void packed_add_outer(double* acc, const double* w, double scale,
     Z^T Z (its (0, 0) entry is the row count, as z_0 = 1), the moments Z^T y
     in the last column and sum(y^2) in the last entry.
     """
-    cdef Py_ssize_t i, l, k = 0
+    cdef Py_ssize_t i, col, k = 0
     cdef double wi
     for i in range(q):
         wi = scale * w[i]
-        for l in range(i, q):
-            acc[k + l - i] += wi * w[l]
+        for col in range(i, q):
+            acc[k + col - i] += wi * w[col]
         k += q - i
 
 
@@ -204,10 +204,10 @@ cdef inline void _unpack_system(const double* acc, const double* ridge,
                                 Py_ssize_t p) noexcept nogil:
     # Rows of the packed (p + 1) x (p + 1) matrix: the first p entries of
     # row i (from column i) go to A, the last one to the right-hand side.
-    cdef Py_ssize_t i, l, k = 0, q = p + 1
+    cdef Py_ssize_t i, col, k = 0, q = p + 1
     for i in range(p):
-        for l in range(i, p):
-            R[i * p + l] = acc[k + l - i]
+        for col in range(i, p):
+            R[i * p + col] = acc[k + col - i]
         R[i * p + i] += ridge[i]
         rhs[i] = acc[k + p - i]
         k += q - i
@@ -399,6 +399,10 @@ def packed_ridge(Z, y, ridge):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    # Checked first: with boundscheck off, Z.shape[1] on a 1-d array reads
+    # past the end of the shape tuple.
+    if Z.ndim != 2 or y.ndim != 1 or ridge.ndim != 1:
+        raise ValueError("Z must be 2-d, y and ridge 1-d")
     cdef Py_ssize_t n = Z.shape[0], p = Z.shape[1], q = p + 1, i
     if y.shape[0] != n or ridge.shape[0] != p:
         raise ValueError("inconsistent shapes")
