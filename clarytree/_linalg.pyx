@@ -276,10 +276,7 @@ cdef class CholeskyState:
 
     def __init__(self, ridge):
         ridge = np.ascontiguousarray(ridge, dtype=np.float64)
-        if ridge.ndim != 1 or ridge.shape[0] < 1:
-            raise ValueError("ridge must be a non-empty 1-d array")
-        if not np.all(np.isfinite(ridge)) or np.any(ridge <= 0):
-            raise ValueError("ridge entries must be finite and positive")
+        ridge = _check_ridge(ridge, None)
         self.p = ridge.shape[0]
         self.factor = np.diag(np.sqrt(ridge))
         self.z = np.zeros(self.p)
@@ -287,15 +284,18 @@ cdef class CholeskyState:
         self.n_rows = 0
         self._work = np.empty(4 * self.p)
 
-    def _check_row(self, x):
+    def _check_row(self, x, y):
         x = np.ascontiguousarray(x, dtype=np.float64)
         if x.shape != (self.p,):
             raise ValueError(f"x must have shape ({self.p},), got {x.shape}")
+        # Checked before touching the factor: a NaN would corrupt it for good.
+        if not (np.all(np.isfinite(x)) and np.isfinite(y)):
+            raise ValueError("x and y must be finite")
         return x
 
     def update(self, x, double y):
         """Add the row ``(x, y)``; O(p^2)."""
-        x = self._check_row(x)
+        x = self._check_row(x, y)
         cdef double[:, ::1] R = self.factor
         cdef double[::1] z = self.z
         cdef double[::1] xv = x
@@ -317,7 +317,7 @@ cdef class CholeskyState:
             False when the downdated matrix would not be positive definite
             (``||R^{-T} x||^2 >= 1 - tol``); the state is then unchanged.
         """
-        x = self._check_row(x)
+        x = self._check_row(x, y)
         cdef double[:, ::1] R = self.factor
         cdef double[::1] z = self.z
         cdef double[::1] xv = x
@@ -336,7 +336,8 @@ cdef class CholeskyState:
         """Replace the state by a fresh factorization of ``Z^T Z + diag(ridge)``."""
         Z = np.ascontiguousarray(Z, dtype=np.float64).reshape(-1, self.p)
         y = np.ascontiguousarray(y, dtype=np.float64)
-        R, info = cholesky_factor(Z.T @ Z + np.diag(np.asarray(ridge, dtype=np.float64)))
+        ridge = _check_ridge(ridge, self.p)
+        R, info = cholesky_factor(Z.T @ Z + np.diag(ridge))
         if info != 0:
             raise np.linalg.LinAlgError(f"matrix is not positive definite (pivot {info})")
         self.factor = R
@@ -355,6 +356,15 @@ cdef class CholeskyState:
         cdef double[::1] b = beta
         solve_r(&R[0, 0], &b[0], self.p)
         return beta
+
+
+def _check_ridge(ridge, p):
+    ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    if ridge.ndim != 1 or ridge.shape[0] < 1 or (p is not None and ridge.shape[0] != p):
+        raise ValueError("ridge must be a non-empty 1-d array with one entry per column")
+    if not np.all(np.isfinite(ridge)) or np.any(ridge <= 0):
+        raise ValueError("ridge entries must be finite and positive")
+    return ridge
 
 
 def cholesky_factor(A):
@@ -404,7 +414,8 @@ def packed_ridge(Z, y, ridge):
     if Z.ndim != 2 or y.ndim != 1 or ridge.ndim != 1:
         raise ValueError("Z must be 2-d, y and ridge 1-d")
     cdef Py_ssize_t n = Z.shape[0], p = Z.shape[1], q = p + 1, i
-    if y.shape[0] != n or ridge.shape[0] != p:
+    ridge = _check_ridge(ridge, p)
+    if y.shape[0] != n:
         raise ValueError("inconsistent shapes")
     W = np.empty((n, q))
     W[:, :p] = Z
