@@ -11,7 +11,7 @@ cdef struct NodeRecord:
     Py_ssize_t bin
     Py_ssize_t n_samples
     Py_ssize_t depth
-    double loss                 # leaf objective of the node's rows (no penalty)
+    double loss                  # leaf objective of the node's rows (no penalty)
 
 
 cdef class TreeBuilder:
@@ -19,18 +19,18 @@ cdef class TreeBuilder:
     cdef Criterion criterion
     cdef readonly Py_ssize_t max_depth
     cdef readonly Py_ssize_t lookahead_depth
-    cdef readonly double leaf_cost          # lambda * TSS
+    cdef readonly double leaf_cost           # lambda * TSS
     cdef Py_ssize_t min_samples_leaf
     cdef Py_ssize_t n_stats
     cdef Py_ssize_t levels
 
     # Per (depth, side) slots: the statistics of the node being worked on.
-    cdef double[:, :, ::1] totals           # (levels, 2, n_stats)
-    cdef double[:, :, ::1] hists            # (levels, 2, hist_size * n_stats)
-    cdef unsigned long long[:, :, ::1] keys # (levels, 2, hist_size)
-    cdef Candidate** cand                   # per depth: candidate lists
+    cdef double[:, :, ::1] totals            # (levels, 2, n_stats)
+    cdef double[:, :, ::1] hists             # (levels, 2, hist_size * n_stats)
+    cdef unsigned long long[:, :, ::1] keys  # (levels, 2, hist_size)
+    cdef Candidate** cand                    # per depth: candidate lists
     cdef Py_ssize_t* cand_capacity
-    cdef int** saved                        # per depth: node orders to restore
+    cdef int** saved                         # per depth: node orders to restore
     cdef Py_ssize_t* saved_capacity
 
     cdef NodeRecord* nodes
@@ -38,7 +38,7 @@ cdef class TreeBuilder:
     cdef Py_ssize_t node_count
     cdef Py_ssize_t node_capacity
 
-    cdef object progress                    # callable(done, total) or None
+    cdef object progress                     # callable(done, total) or None
     cdef public unsigned long long n_evaluations
 
     cdef double grow(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t depth,

@@ -5,12 +5,10 @@ import numpy as np
 from libc.math cimport INFINITY
 
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memset
 
 from ._criterion cimport Criterion
 from ._splitter cimport Splitter, SplitRecord, Candidate
 from ._builder cimport NodeRecord
-
 
 
 cdef class TreeBuilder:

@@ -7,13 +7,13 @@
 # subtract, so children's statistics follow from the parent's.
 
 cdef class Criterion:
-    cdef readonly Py_ssize_t p          # coefficients per leaf (intercept first)
-    cdef readonly Py_ssize_t q          # p + 1: width of w = [z, y]
-    cdef readonly Py_ssize_t n_stats    # length of a packed statistics vector
-    cdef const double[:, ::1] W         # (n_samples, q) rows [z, y]
-    cdef double[::1] ridge              # diagonal of Lambda (length p)
-    cdef double[::1] scratch_R          # p * p
-    cdef double[::1] scratch_v          # p
+    cdef readonly Py_ssize_t p           # coefficients per leaf (intercept first)
+    cdef readonly Py_ssize_t q           # p + 1: width of w = [z, y]
+    cdef readonly Py_ssize_t n_stats     # length of a packed statistics vector
+    cdef const double[:, ::1] W          # (n_samples, q) rows [z, y]
+    cdef double[::1] ridge               # diagonal of Lambda (length p)
+    cdef double[::1] scratch_R           # p * p
+    cdef double[::1] scratch_v           # p
 
     cdef inline void add_row(self, double* acc, Py_ssize_t row,
                              double scale) noexcept nogil
@@ -34,12 +34,12 @@ cdef class Criterion:
 
 
 cdef class RidgeCriterion(Criterion):
-    cdef double[::1] left_R, right_R    # factors, p * p each
-    cdef double[::1] left_z, right_z    # R^{-T} Z^T y of each side
+    cdef double[::1] left_R, right_R     # factors, p * p each
+    cdef double[::1] left_z, right_z     # R^{-T} Z^T y of each side
     cdef double left_yy, right_yy
-    cdef double[::1] left_acc, total    # packed sums for refactoring
-    cdef double[::1] work               # 4 p
-    cdef readonly Py_ssize_t n_refactor # downdates that fell back to a refactor
+    cdef double[::1] left_acc, total     # packed sums for refactoring
+    cdef double[::1] work                # 4 p
+    cdef readonly Py_ssize_t n_refactor  # downdates that fell back to a refactor
 
     cdef void _refactor_right(self) noexcept nogil
 

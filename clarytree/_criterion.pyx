@@ -130,12 +130,11 @@ cdef class RidgeCriterion(Criterion):
 
     cdef void _refactor_right(self) noexcept nogil:
         # right = total - left, rebuilt from the packed sums.
-        cdef Py_ssize_t i, l, k = 0, p = self.p, q = self.q
+        cdef Py_ssize_t i, col, k = 0, p = self.p, q = self.q
         cdef double* R = &self.right_R[0]
-        cdef double v
         for i in range(p):
-            for l in range(i, p):
-                R[i * p + l] = self.total[k + l - i] - self.left_acc[k + l - i]
+            for col in range(i, p):
+                R[i * p + col] = self.total[k + col - i] - self.left_acc[k + col - i]
             R[i * p + i] += self.ridge[i]
             self.right_z[i] = self.total[k + p - i] - self.left_acc[k + p - i]
             k += q - i

@@ -31,7 +31,7 @@ cdef int chol_update(double* R, double* z, const double* x, double y,
     ``work`` holds ``p`` doubles.  Returns 0, or 1 if the result is not
     finite (the caller then refactors from the raw sums).
     """
-    cdef Py_ssize_t j, l
+    cdef Py_ssize_t j, col
     cdef double r, c, s, t, rjj
     cdef double* v = work
     cdef double* row
@@ -46,10 +46,10 @@ cdef int chol_update(double* R, double* z, const double* x, double y,
         c = rjj / r
         s = v[j] / r
         row[j] = r
-        for l in range(j + 1, p):
-            t = c * row[l] + s * v[l]
-            v[l] = c * v[l] - s * row[l]
-            row[l] = t
+        for col in range(j + 1, p):
+            t = c * row[col] + s * v[col]
+            v[col] = c * v[col] - s * row[col]
+            row[col] = t
         t = c * z[j] + s * y
         y = c * y - s * z[j]
         z[j] = t
@@ -67,7 +67,7 @@ cdef int chol_downdate(double* R, double* z, const double* x, double y,
     is left untouched and 1 is returned, so the caller can refactor from
     scratch.  ``work`` holds ``4 p`` doubles.
     """
-    cdef Py_ssize_t i, l
+    cdef Py_ssize_t i, col
     cdef double* a = work
     cdef double* c = work + p
     cdef double* s = work + 2 * p
@@ -99,14 +99,14 @@ cdef int chol_downdate(double* R, double* z, const double* x, double y,
         s[i] = bb / nrm
         alpha = scale * nrm
 
-    for l in range(p):
-        v[l] = 0.0
+    for col in range(p):
+        v[col] = 0.0
     for i in range(p - 1, -1, -1):
         row = R + i * p
-        for l in range(i, p):
-            t = c[i] * row[l] - s[i] * v[l]
-            v[l] = c[i] * v[l] + s[i] * row[l]
-            row[l] = t
+        for col in range(i, p):
+            t = c[i] * row[col] - s[i] * v[col]
+            v[col] = c[i] * v[col] + s[i] * row[col]
+            row[col] = t
         t = c[i] * z[i] - s[i] * zeta
         zeta = c[i] * zeta + s[i] * z[i]
         z[i] = t
@@ -120,7 +120,7 @@ cdef int chol_factor(double* A, Py_ssize_t p) noexcept nogil:
     lower triangle is zeroed.  Returns 0, or ``j + 1`` when the ``j``-th pivot
     is not positive (A not numerically positive definite).
     """
-    cdef Py_ssize_t i, j, l
+    cdef Py_ssize_t i, j, col
     cdef double d, rij
     cdef double* rowi
     cdef double* rowj
@@ -131,41 +131,41 @@ cdef int chol_factor(double* A, Py_ssize_t p) noexcept nogil:
             return <int>(i + 1)
         d = sqrt(d)
         rowi[i] = d
-        for l in range(i + 1, p):
-            rowi[l] /= d
+        for col in range(i + 1, p):
+            rowi[col] /= d
         for j in range(i + 1, p):
             rij = rowi[j]
             rowj = A + j * p
-            for l in range(j, p):
-                rowj[l] -= rij * rowi[l]
-        for l in range(i):
-            rowi[l] = 0.0
+            for col in range(j, p):
+                rowj[col] -= rij * rowi[col]
+        for col in range(i):
+            rowi[col] = 0.0
     return 0
 
 
 cdef void solve_rt(const double* R, double* v, Py_ssize_t p) noexcept nogil:
     """In place ``v <- R^{-T} v`` (forward substitution, row sweeps)."""
-    cdef Py_ssize_t i, l
+    cdef Py_ssize_t i, col
     cdef double vi
     cdef const double* row
     for i in range(p):
         row = R + i * p
         vi = v[i] / row[i]
         v[i] = vi
-        for l in range(i + 1, p):
-            v[l] -= row[l] * vi
+        for col in range(i + 1, p):
+            v[col] -= row[col] * vi
 
 
 cdef void solve_r(const double* R, double* v, Py_ssize_t p) noexcept nogil:
     """In place ``v <- R^{-1} v`` (back substitution)."""
-    cdef Py_ssize_t i, l
+    cdef Py_ssize_t i, col
     cdef double acc
     cdef const double* row
     for i in range(p - 1, -1, -1):
         row = R + i * p
         acc = v[i]
-        for l in range(i + 1, p):
-            acc -= row[l] * v[l]
+        for col in range(i + 1, p):
+            acc -= row[col] * v[col]
         v[i] = acc / row[i]
 
 
@@ -190,12 +190,12 @@ cdef void packed_add_outer(double* acc, const double* w, double scale,
     Z^T Z (its (0, 0) entry is the row count, as z_0 = 1), the moments Z^T y
     in the last column and sum(y^2) in the last entry.
     """
-    cdef Py_ssize_t i, l, k = 0
+    cdef Py_ssize_t i, col, k = 0
     cdef double wi
     for i in range(q):
         wi = scale * w[i]
-        for l in range(i, q):
-            acc[k + l - i] += wi * w[l]
+        for col in range(i, q):
+            acc[k + col - i] += wi * w[col]
         k += q - i
 
 
@@ -204,10 +204,10 @@ cdef inline void _unpack_system(const double* acc, const double* ridge,
                                 Py_ssize_t p) noexcept nogil:
     # Rows of the packed (p + 1) x (p + 1) matrix: the first p entries of
     # row i (from column i) go to A, the last one to the right-hand side.
-    cdef Py_ssize_t i, l, k = 0, q = p + 1
+    cdef Py_ssize_t i, col, k = 0, q = p + 1
     for i in range(p):
-        for l in range(i, p):
-            R[i * p + l] = acc[k + l - i]
+        for col in range(i, p):
+            R[i * p + col] = acc[k + col - i]
         R[i * p + i] += ridge[i]
         rhs[i] = acc[k + p - i]
         k += q - i
@@ -276,10 +276,7 @@ cdef class CholeskyState:
 
     def __init__(self, ridge):
         ridge = np.ascontiguousarray(ridge, dtype=np.float64)
-        if ridge.ndim != 1 or ridge.shape[0] < 1:
-            raise ValueError("ridge must be a non-empty 1-d array")
-        if not np.all(np.isfinite(ridge)) or np.any(ridge <= 0):
-            raise ValueError("ridge entries must be finite and positive")
+        ridge = _check_ridge(ridge, None)
         self.p = ridge.shape[0]
         self.factor = np.diag(np.sqrt(ridge))
         self.z = np.zeros(self.p)
@@ -287,15 +284,18 @@ cdef class CholeskyState:
         self.n_rows = 0
         self._work = np.empty(4 * self.p)
 
-    def _check_row(self, x):
+    def _check_row(self, x, y):
         x = np.ascontiguousarray(x, dtype=np.float64)
         if x.shape != (self.p,):
             raise ValueError(f"x must have shape ({self.p},), got {x.shape}")
+        # Checked before touching the factor: a NaN would corrupt it for good.
+        if not (np.all(np.isfinite(x)) and np.isfinite(y)):
+            raise ValueError("x and y must be finite")
         return x
 
     def update(self, x, double y):
         """Add the row ``(x, y)``; O(p^2)."""
-        x = self._check_row(x)
+        x = self._check_row(x, y)
         cdef double[:, ::1] R = self.factor
         cdef double[::1] z = self.z
         cdef double[::1] xv = x
@@ -317,7 +317,7 @@ cdef class CholeskyState:
             False when the downdated matrix would not be positive definite
             (``||R^{-T} x||^2 >= 1 - tol``); the state is then unchanged.
         """
-        x = self._check_row(x)
+        x = self._check_row(x, y)
         cdef double[:, ::1] R = self.factor
         cdef double[::1] z = self.z
         cdef double[::1] xv = x
@@ -336,7 +336,8 @@ cdef class CholeskyState:
         """Replace the state by a fresh factorization of ``Z^T Z + diag(ridge)``."""
         Z = np.ascontiguousarray(Z, dtype=np.float64).reshape(-1, self.p)
         y = np.ascontiguousarray(y, dtype=np.float64)
-        R, info = cholesky_factor(Z.T @ Z + np.diag(np.asarray(ridge, dtype=np.float64)))
+        ridge = _check_ridge(ridge, self.p)
+        R, info = cholesky_factor(Z.T @ Z + np.diag(ridge))
         if info != 0:
             raise np.linalg.LinAlgError(f"matrix is not positive definite (pivot {info})")
         self.factor = R
@@ -355,6 +356,15 @@ cdef class CholeskyState:
         cdef double[::1] b = beta
         solve_r(&R[0, 0], &b[0], self.p)
         return beta
+
+
+def _check_ridge(ridge, p):
+    ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    if ridge.ndim != 1 or ridge.shape[0] < 1 or (p is not None and ridge.shape[0] != p):
+        raise ValueError("ridge must be a non-empty 1-d array with one entry per column")
+    if not np.all(np.isfinite(ridge)) or np.any(ridge <= 0):
+        raise ValueError("ridge entries must be finite and positive")
+    return ridge
 
 
 def cholesky_factor(A):
@@ -399,8 +409,13 @@ def packed_ridge(Z, y, ridge):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    # Checked first: with boundscheck off, Z.shape[1] on a 1-d array reads
+    # past the end of the shape tuple.
+    if Z.ndim != 2 or y.ndim != 1 or ridge.ndim != 1:
+        raise ValueError("Z must be 2-d, y and ridge 1-d")
     cdef Py_ssize_t n = Z.shape[0], p = Z.shape[1], q = p + 1, i
-    if y.shape[0] != n or ridge.shape[0] != p:
+    ridge = _check_ridge(ridge, p)
+    if y.shape[0] != n:
         raise ValueError("inconsistent shapes")
     W = np.empty((n, q))
     W[:, :p] = Z

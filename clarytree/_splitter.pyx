@@ -8,7 +8,6 @@ from libc.string cimport memcpy, memset
 
 from ._criterion cimport Criterion
 from ._splitter cimport SplitRecord, Candidate
-from ._linalg cimport packed_add_outer
 
 
 cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:

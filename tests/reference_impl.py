@@ -75,7 +75,7 @@ class ReferenceProblem:
         if self.stops(idx, depth, loss):
             return leaf
         best, best_split = np.inf, None
-        for f, t, left, right in self.candidates(idx):
+        for _f, _t, left, right in self.candidates(idx):
             score = self.leaf_loss(left) + self.leaf_loss(right)
             if score < best:
                 best, best_split = score, (left, right)
@@ -90,6 +90,6 @@ class ReferenceProblem:
         if self.stops(idx, depth, loss):
             return leaf
         best = leaf
-        for f, t, left, right in self.candidates(idx):
+        for _f, _t, left, right in self.candidates(idx):
             best = min(best, self.optimal(left, depth - 1) + self.optimal(right, depth - 1))
         return best

@@ -36,25 +36,25 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from clarytree._linalg import (
     CholeskyState,
     cholesky_factor,
     packed_ridge,
     solve_triangular_rt,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 U = np.finfo(np.float64).eps / 2  # unit roundoff
 EPS_INTERCEPT = 1e-12  # floor of the unpenalized intercept entry of Lambda
 
-# Multipliers of p * u * sweeps * scale in the error bounds.  The largest
-# ratios observed over tens of thousands of random sequences are below 0.5;
-# these leave headroom without making the assertions toothless.
+# Multipliers of (p + 1) u sweeps scale in the error bounds.  The largest
+# ratios observed over about 10^4 random cases are about 1 (p = 1,
+# where sqrt rounding dominates) and below 0.6 otherwise; 4 leaves headroom
+# while staying a small multiple.
 C_BACKWARD = 4.0
-C_LOSS = 8.0
-C_COEF = 8.0
+C_LOSS = 4.0
+C_COEF = 4.0
 
 N_EXAMPLES = int(os.environ.get("CLARYTREE_HYPOTHESIS_EXAMPLES", "300"))
 PROPERTY = settings(
@@ -177,9 +177,9 @@ def lambda_min_lower(A, ridge):
 
 
 def backward_ratio(R, A, scale, sweeps):
-    """``||R^T R - A||_F / (p u sweeps scale)``: bounded by a small constant."""
+    """``||R^T R - A||_F / ((p + 1) u sweeps scale)``: a small constant."""
     p = A.shape[0]
-    return np.linalg.norm(R.T @ R - A) / (p * U * sweeps * scale)
+    return np.linalg.norm(R.T @ R - A) / ((p + 1) * U * sweeps * scale)
 
 
 def snapshot(state):
@@ -193,6 +193,18 @@ def assert_unchanged(state, snap):
     assert state.z.tobytes() == z.tobytes()
     assert state.sum_y2 == sum_y2
     assert state.n_rows == n_rows
+
+
+def assert_cholesky_failure_legitimate(A):
+    """A Cholesky factorization may fail only on a numerically singular ``A``.
+
+    Success is guaranteed when ``20 p^{3/2} u kappa_2(H) < 1`` for the
+    diagonally scaled ``H = D^{-1/2} A D^{-1/2}`` (Higham, *Accuracy and
+    Stability of Numerical Algorithms*, Thm 10.7); ``lambda_max(H) <= p``.
+    """
+    p = A.shape[0]
+    d = np.sqrt(np.diag(A))
+    assert np.linalg.eigvalsh(A / d / d[:, None])[0] <= 20 * p**2.5 * U
 
 
 def check_state(state, Z, y, ridge, scale, sweeps):
@@ -250,9 +262,7 @@ def check_state(state, Z, y, ridge, scale, sweeps):
         loss_fresh = float(y @ y - z_fresh @ z_fresh)
         assert abs(loss - loss_fresh) <= tol_loss
     else:
-        d = np.sqrt(np.diag(A))
-        scaled_min = np.linalg.eigvalsh(A / d / d[:, None])[0]
-        assert scaled_min <= 20 * p**2.5 * U
+        assert_cholesky_failure_legitimate(A)
 
 
 # ---------------------------------------------------------------------------
@@ -271,7 +281,7 @@ def downdate_failure_is_legitimate(A_after, x, ridge, scale, sweeps):
     A_before = A_after + np.outer(x, x)
     alpha2 = 1.0 / (1.0 + x @ np.linalg.solve(A_after, x))
     noise = (x.size + 1) * U * sweeps * scale / lambda_min_lower(A_before, ridge)
-    return alpha2 <= 100 * noise
+    return alpha2 <= 10 * noise
 
 
 @PROPERTY
@@ -281,6 +291,13 @@ def downdate_failure_is_legitimate(A_after, x, ridge, scale, sweeps):
     p_remove=st.floats(0.0, 0.6),
 )
 def test_update_downdate_sequences(case, n_steps, p_remove):
+    """Random interleavings of row insertions and removals.
+
+    After every sweep the state is checked against fresh references (see
+    :func:`check_state`).  A refused downdate of a row that is in the system
+    is only acceptable at rounding level, must leave the state untouched,
+    and is followed by what a caller does: a rebuild from the raw rows.
+    """
     design, rng = case
     ridge = design.ridge
     state = CholeskyState(ridge)
@@ -301,7 +318,6 @@ def test_update_downdate_sequences(case, n_steps, p_remove):
                 assert_unchanged(state, snap)
                 A_new = Z_new.T @ Z_new + np.diag(ridge)
                 assert downdate_failure_is_legitimate(A_new, x, ridge, scale, sweeps)
-                # What a caller does: rebuild from the raw rows.
                 state = CholeskyState(ridge)
                 for zr, yr in zip(Z_new, y_new, strict=True):
                     state.update(zr, yr)
@@ -435,7 +451,7 @@ def test_repeated_identical_rows(case, copies):
     Z1, y1 = design.rows(rng, 1)
     x, yi = Z1[0], y1[0]
     state = CholeskyState(ridge)
-    for k in range(1, copies + 1):
+    for _ in range(copies):
         state.update(x, yi)
     Z, y = np.tile(x, (copies, 1)), np.full(copies, yi)
     scale = augmented_trace(Z, y, ridge)
@@ -511,8 +527,7 @@ def test_packed_ridge_matches_reference(case, n_rows):
     A = Z.T @ Z + np.diag(ridge)
     scale = augmented_trace(Z, y, ridge)
     if info != 0:
-        d = np.sqrt(np.diag(A))
-        assert np.linalg.eigvalsh(A / d / d[:, None])[0] <= 20 * design.p**2.5 * U
+        assert_cholesky_failure_legitimate(A)
         return
     beta_ref, loss_ref = reference_ridge(Z, y, ridge)
     dM = (design.p + 1) * U * max(n_rows, 1) * scale
@@ -533,8 +548,7 @@ def test_refactor_matches_streaming(case, n_rows):
     try:
         state.refactor(Z, y, ridge)
     except np.linalg.LinAlgError:
-        d = np.sqrt(np.diag(A))
-        assert np.linalg.eigvalsh(A / d / d[:, None])[0] <= 20 * design.p**2.5 * U
+        assert_cholesky_failure_legitimate(A)
         return
     check_state(state, Z, y, ridge, augmented_trace(Z, y, ridge), max(n_rows, 1))
 
@@ -606,8 +620,47 @@ def test_packed_ridge_rejects_inconsistent_shapes(n_y, p_ridge):
         packed_ridge(Z, np.ones(n_y), np.ones(p_ridge))
 
 
+@pytest.mark.parametrize(
+    ("Z", "y", "ridge"),
+    [
+        (np.ones(5), np.ones(5), np.ones(1)),  # 1-d Z
+        (np.ones((5, 1, 1)), np.ones(5), np.ones(1)),
+        (np.ones((5, 2)), np.ones((5, 1)), np.ones(2)),
+        (np.ones((5, 2)), np.ones(5), np.ones((2, 1))),
+    ],
+)
+def test_packed_ridge_rejects_wrong_ndim(Z, y, ridge):
+    with pytest.raises(ValueError):
+        packed_ridge(Z, y, ridge)
+
+
 @pytest.mark.parametrize(("shape_R", "n_b"), [((3, 3), 2), ((3, 3), 4), ((2, 3), 3)])
 def test_solve_triangular_rt_rejects_inconsistent_shapes(shape_R, n_b):
     R = np.eye(*shape_R)
     with pytest.raises(ValueError):
         solve_triangular_rt(R, np.ones(n_b))
+
+
+def test_non_finite_rows_are_rejected_before_touching_the_state():
+    state = CholeskyState(np.array([1e-12, 1.0]))
+    state.update(np.array([1.0, 2.0]), 3.0)
+    before = (state.factor.copy(), state.z.copy(), state.sum_y2, state.n_rows)
+    for x, y in [([1.0, np.nan], 0.0), ([1.0, 0.5], np.inf), ([np.inf, 0.0], 1.0)]:
+        with pytest.raises(ValueError, match="finite"):
+            state.update(np.array(x), y)
+        with pytest.raises(ValueError, match="finite"):
+            state.downdate(np.array(x), y)
+    np.testing.assert_array_equal(state.factor, before[0])
+    np.testing.assert_array_equal(state.z, before[1])
+    assert (state.sum_y2, state.n_rows) == before[2:]
+
+
+@pytest.mark.parametrize("ridge", [[0.0, 1.0], [1.0, -0.5], [1.0, np.nan], [1.0]])
+def test_refactor_and_packed_route_reject_bad_ridge(ridge):
+    Z = np.array([[1.0, 0.5], [1.0, -0.5], [1.0, 2.0]])
+    y = np.array([1.0, 2.0, 0.0])
+    state = CholeskyState(np.array([1e-12, 1.0]))
+    with pytest.raises(ValueError, match="ridge"):
+        state.refactor(Z, y, ridge)
+    with pytest.raises(ValueError, match="ridge"):
+        packed_ridge(Z, y, ridge)

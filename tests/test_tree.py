@@ -4,13 +4,12 @@ import pickle
 
 import numpy as np
 import pytest
+from clarytree._tree import TREE_LEAF
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_impl import ReferenceProblem
 
 from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
-from clarytree._tree import TREE_LEAF
-
-from reference_impl import ReferenceProblem
 
 
 def make_data(seed, n=200, k=3, binary=1, noise=0.1):
