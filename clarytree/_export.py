@@ -497,6 +497,12 @@ def _estimator_classes():
     return classes
 
 
+def _version():
+    from . import __version__
+
+    return __version__
+
+
 def to_dict(estimator):
     """Describe a fitted tree as a dict of plain Python values (JSON-ready).
 
@@ -514,9 +520,10 @@ def to_dict(estimator):
     -------
     data : dict
         Keys ``format``, ``format_version``, ``estimator`` (class name),
-        ``params``, ``n_features_in``, ``feature_names_in`` (or None) and
-        ``tree`` (node arrays as lists); CLARITree models also keep
-        ``objective``, ``regression_features`` and ``min_samples_leaf``.
+        ``clarytree_version`` (of the writer), ``params``, ``n_features_in``,
+        ``feature_names_in`` (or None) and ``tree`` (node arrays as lists);
+        CLARITree models also keep ``objective``, ``regression_features`` and
+        ``min_samples_leaf``.
 
     See Also
     --------
@@ -539,6 +546,7 @@ def to_dict(estimator):
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "estimator": type(estimator).__name__,
+        "clarytree_version": _version(),
         "params": {k: _json_value(v) for k, v in estimator.get_params(deep=False).items()},
         "n_features_in": int(estimator.n_features_in_),
         "feature_names_in": None if names is None else [str(n) for n in names],

@@ -8,6 +8,8 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
 
@@ -313,3 +315,19 @@ def test_mbndt_exports():
     plot_tree(model, ax=ax)
     assert _png_bytes(fig)[:4] == b"\x89PNG"
     assert export_graphviz(model).startswith("digraph")
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), depth=st.integers(1, 3),
+       n_thresholds=st.sampled_from([3, 20, None]), lookahead=st.integers(0, 1))
+def test_text_routing_property(seed, depth, n_thresholds, lookahead):
+    """On random data, the printed tree routes every training row like the model."""
+    rng = np.random.default_rng(seed)
+    n, k = 120, 3
+    X = rng.normal(size=(n, k)) * rng.choice([1e-3, 1.0, 1e4], size=k)
+    X[:, 0] = np.round(X[:, 0], 1)  # ties
+    y = np.where(X[:, 1] > 0, X[:, 2], -X[:, 2]) + rng.normal(size=n)
+    model = CLARITreeRegressor(max_depth=depth, lookahead_depth=lookahead,
+                               n_thresholds=n_thresholds, leaf_penalty=0.0).fit(X, y)
+    route, _ = parse_text(export_text(model, decimals=2), [f"x[{j}]" for j in range(k)])
+    np.testing.assert_array_equal([route(x) for x in X], model.apply(X))
