@@ -217,3 +217,15 @@ def test_mbndt_fit_predict(tmp_path):
     predictions = result.stdout.splitlines()[1:]
     assert len(predictions) == len(frame) and set(predictions) <= {"0", "1"}
     assert_usage_error(run("mbndt", path, "--target", "nope"), "column 'nope' not found")
+
+
+def test_mbndt_without_torch(data_csv, tmp_path):
+    # A stand-in module that fails to import hides any installed torch.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "torch.py").write_text("raise ImportError('torch is hidden in this test')\n")
+    env = dict(os.environ, PYTHONPATH=str(shadow))
+    result = subprocess.run([sys.executable, "-m", "clarytree", "mbndt", str(data_csv),
+                             "--target", "target"], capture_output=True, text=True,
+                            cwd=_WORKDIR["path"], env=env, timeout=300)
+    assert_usage_error(result, "needs PyTorch")
