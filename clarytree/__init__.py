@@ -1,3 +1,38 @@
-"""clarytree: interpretable shallow trees, as accurate as possible for their size."""
+"""clarytree: interpretable shallow trees, as accurate as possible for their size.
+
+Estimators
+----------
+CLARITreeRegressor
+    Piecewise-linear regression tree grown with lookahead (CLARITree).
+CholeskyTreeRegressor
+    The greedy piecewise-linear tree (CholeskyTree).
+
+The MBNDT multi-branch differentiable trees live in :mod:`clarytree.mbndt`
+(requires the ``torch`` extra).
+"""
+
+from ._classes import CholeskyTreeRegressor, CLARITreeRegressor
+from ._export import (
+    export_graphviz,
+    export_text,
+    from_dict,
+    leaf_table,
+    plot_partition,
+    plot_tree,
+    to_dict,
+)
 
 __version__ = "0.1.0.dev0"
+
+__all__ = [
+    "CLARITreeRegressor",
+    "CholeskyTreeRegressor",
+    "__version__",
+    "export_graphviz",
+    "export_text",
+    "from_dict",
+    "leaf_table",
+    "plot_partition",
+    "plot_tree",
+    "to_dict",
+]

@@ -1,0 +1,435 @@
+"""Scikit-learn estimators for CLARITree and CholeskyTree regression trees."""
+
+import sys
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._builder import TreeBuilder
+from ._criterion import ConstantCriterion, RidgeCriterion
+from ._splitter import Splitter
+from ._thresholds import bin_features, threshold_pool
+from ._tree import TREE_LEAF, Tree
+
+# Ridge entry of the unpenalized intercept: keeps the Gram matrix of an empty
+# or one-row node positive definite without biasing the intercept.
+INTERCEPT_RIDGE = 1e-12
+# Standard deviations below this are treated as 1 (constant columns).
+STD_FLOOR = 1e-12
+
+_SEMANTICS = """
+    The fitted tree minimizes (approximately; exactly for
+    ``lookahead_depth >= max_depth``) the objective
+
+        sum over leaves [SSE_leaf + n * ridge_alpha * ||beta_leaf||^2]
+        + leaf_penalty * TSS * n_leaves,
+
+    where ``n`` is the number of training rows, ``TSS = sum (y - mean(y))^2``
+    and ``beta_leaf`` are the leaf's coefficients on the regression features
+    z-scored with the global training mean and population standard deviation
+    (a standard deviation below 1e-12 counts as 1).  The intercept is not
+    penalized (its ridge entry is 1e-12).  ``leaf_penalty`` is therefore a
+    fraction of the total variance paid per leaf and ``ridge_alpha`` a
+    per-sample ridge strength on standardized features.  Leaf coefficients
+    are reported in original units.
+
+    Feature roles: with ``regression_features="auto"`` a column whose values
+    are all exactly 0 or 1 is split-only (its threshold is 0.5) and never
+    enters a leaf regression; every other column is used both for splitting
+    and in every leaf regression.
+
+    Thresholds: one pool per feature, computed once from all training rows.
+    A feature with at most ``n_thresholds + 1`` distinct values gets every
+    midpoint between consecutive distinct values; otherwise
+    ``numpy.quantile(x, k / (n_thresholds + 1), method="linear")`` for
+    k = 1..n_thresholds, de-duplicated (``threshold_strategy="quantile"``), or
+    the centres of ``n_thresholds`` equal-width bins (``"uniform"``).
+    ``n_thresholds=None`` enumerates all midpoints.  A node only considers
+    thresholds that separate its own rows, tied values are never split,
+    ``x <= threshold`` goes left, and among pool thresholds inducing the same
+    partition of a node the smallest is used.
+
+    Stopping and pruning: a node is a leaf at depth ``max_depth``, when its
+    leaf objective (its ridge loss plus its own ``leaf_penalty * TSS``) is at
+    most ``2 * leaf_penalty * TSS``, or when it has fewer
+    than ``2 * min_samples_leaf`` rows.  A split is admissible when both
+    children keep at least ``min_samples_leaf`` rows.  A split is kept only
+    if its subtree objective is strictly below the node's leaf objective
+    (plus its leaf penalty).  Among equally good candidates the first in
+    feature order, then threshold order, wins.
+"""
+
+
+def _validate_regression_features(spec, X_raw, n_features, feature_names):
+    """Indices of the columns that enter the leaf regressions."""
+    if isinstance(spec, str) and spec == "auto":
+        binary = np.all((X_raw == 0.0) | (X_raw == 1.0), axis=0)
+        return np.flatnonzero(~binary)
+    if spec is None:
+        return np.empty(0, dtype=np.intp)
+    spec = np.atleast_1d(np.asarray(spec))
+    if spec.size == 0:
+        return np.empty(0, dtype=np.intp)
+    if spec.dtype.kind in "US" or spec.dtype == object:
+        if feature_names is None:
+            raise ValueError(
+                "regression_features given by name requires X with column names "
+                "(a pandas DataFrame)")
+        lookup = {name: i for i, name in enumerate(feature_names)}
+        unknown = [str(s) for s in spec if s not in lookup]
+        if unknown:
+            raise ValueError(f"regression_features names not in X: {unknown}")
+        idx = np.array([lookup[s] for s in spec], dtype=np.intp)
+    elif spec.dtype == bool:
+        if spec.shape[0] != n_features:
+            raise ValueError(
+                f"boolean regression_features must have {n_features} entries")
+        idx = np.flatnonzero(spec)
+    elif spec.dtype.kind in "iu":
+        idx = spec.astype(np.intp)
+        if np.any((idx < -n_features) | (idx >= n_features)):
+            raise ValueError(
+                f"regression_features indices must lie in [0, {n_features})")
+        idx = np.where(idx < 0, idx + n_features, idx)
+    else:
+        raise TypeError(
+            "regression_features must be 'auto', None, or a list of column "
+            "indices, names or a boolean mask")
+    return np.unique(idx)
+
+
+class _Progress:
+    """Prints candidate splits done / total with elapsed and remaining time."""
+
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.start = time.perf_counter()
+        self.last = 0.0
+
+    def __call__(self, done, total):
+        now = time.perf_counter()
+        if done < total and now - self.last < 0.5:
+            return
+        self.last = now
+        elapsed = now - self.start
+        remaining = elapsed / done * (total - done) if done else float("nan")
+        end = "\n" if done == total else "\r"
+        print(f"root candidates {done}/{total}  elapsed {elapsed:7.1f}s  "
+              f"remaining ~{remaining:7.1f}s", end=end, file=self.stream, flush=True)
+
+
+class _BaseLinearTree(RegressorMixin, BaseEstimator):
+    """Shared fit/predict of the CLARITree family."""
+
+    _parameter_constraints: dict = {
+        "max_depth": [Interval(Integral, 0, 64, closed="both")],
+        "leaf_model": [StrOptions({"linear", "constant"})],
+        "leaf_penalty": [Interval(Real, 0, None, closed="left")],
+        "ridge_alpha": [Interval(Real, 0, None, closed="left")],
+        "n_thresholds": [Interval(Integral, 1, None, closed="left"), None],
+        "threshold_strategy": [StrOptions({"quantile", "uniform"})],
+        "min_samples_leaf": [Interval(Integral, 1, None, closed="left"),
+                             StrOptions({"auto"})],
+        "regression_features": ["array-like", StrOptions({"auto"}), None],
+        "verbose": ["verbose"],
+    }
+
+    _lookahead = 0
+
+    def _effective_lookahead(self):
+        return self._lookahead
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Grow the tree on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Numeric features (no NaN or inf).  A pandas DataFrame's column
+            names are kept in ``feature_names_in_``.
+        y : array-like of shape (n_samples,)
+            Finite numeric target.
+
+        Returns
+        -------
+        self : object
+        """
+        if self.leaf_model == "linear" and not self.ridge_alpha > 0:
+            raise ValueError(
+                "ridge_alpha must be > 0 for linear leaves (got "
+                f"{self.ridge_alpha!r}): without it the leaf regressions can be "
+                "singular and objectives come out negative")
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
+                             order="C")
+        n_samples, n_features = X.shape
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        feature_names = getattr(self, "feature_names_in_", None)
+
+        if self.leaf_model == "linear":
+            reg = _validate_regression_features(
+                self.regression_features, X, n_features, feature_names)
+        else:
+            reg = np.empty(0, dtype=np.intp)
+        self.regression_features_ = reg
+        self.split_only_features_ = np.setdiff1d(np.arange(n_features), reg)
+
+        mean = X[:, reg].mean(axis=0)
+        std = X[:, reg].std(axis=0)
+        std = np.where(std < STD_FLOOR, 1.0, std)
+        y_mean = float(y.mean())
+        y_centred = y - y_mean
+        tss = float(y_centred @ y_centred)
+
+        p = 1 + reg.shape[0]
+        W = np.empty((n_samples, p + 1))
+        W[:, 0] = 1.0
+        W[:, 1:p] = (X[:, reg] - mean) / std
+        W[:, p] = y_centred
+        ridge = np.full(p, n_samples * float(self.ridge_alpha))
+        ridge[0] = INTERCEPT_RIDGE
+        if self.leaf_model == "linear":
+            criterion = RidgeCriterion(W, ridge)
+        else:
+            criterion = ConstantCriterion(W, ridge)
+
+        if self.min_samples_leaf == "auto":
+            msl = max(1, 5 * reg.shape[0]) if self.leaf_model == "linear" else 1
+        else:
+            msl = int(self.min_samples_leaf)
+        self.min_samples_leaf_ = msl
+
+        self.thresholds_ = [
+            threshold_pool(X[:, f], self.n_thresholds, self.threshold_strategy)
+            for f in range(n_features)
+        ]
+        bins, order, n_bins = bin_features(X, self.thresholds_)
+        # Private knobs for tests and benchmarks: how thresholds are searched.
+        splitter = Splitter(bins, order, n_bins, msl, criterion,
+                            getattr(self, "_max_hist_bins", 256),
+                            getattr(self, "_route", 0))
+        progress = _Progress() if self.verbose and self._effective_lookahead() else None
+        builder = TreeBuilder(splitter, criterion, self.max_depth,
+                              self._effective_lookahead(),
+                              float(self.leaf_penalty) * tss, msl, progress)
+        objective, nodes = builder.build()
+        self.n_candidate_evaluations_ = builder.n_evaluations
+
+        self.objective_ = float(objective)
+        self.tree_ = self._make_tree(nodes, reg, mean, std, y_mean, n_features)
+        leaves = np.flatnonzero(self.tree_.children_left == TREE_LEAF)
+        self.leaf_ids_ = leaves
+        self.leaf_intercepts_ = np.array(self.tree_.intercept[leaves])
+        self.leaf_coefs_ = np.array(self.tree_.coef[leaves])
+        return self
+
+    def _make_tree(self, nodes, reg, mean, std, y_mean, n_features):
+        # Map standardized coefficients back to original units:
+        # beta0 + sum_j b_j (x_j - m_j) / s_j = intercept + x @ coef.
+        count = nodes["feature"].shape[0]
+        beta = nodes["coef"]
+        coef = np.zeros((count, n_features))
+        coef[:, reg] = beta[:, 1:] / std
+        intercept = beta[:, 0] + y_mean - coef[:, reg] @ mean
+        internal = nodes["feature"] >= 0
+        threshold = np.full(count, -2.0)
+        for node in np.flatnonzero(internal):
+            threshold[node] = self.thresholds_[nodes["feature"][node]][nodes["bin"][node]]
+        return Tree(n_features, nodes["children_left"], nodes["children_right"],
+                    nodes["feature"], threshold, nodes["n_node_samples"],
+                    nodes["node_objective"], intercept, coef)
+
+    def _validate_X_predict(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False, order="C")
+
+    def predict(self, X):
+        """Predict with each row's leaf model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        X = self._validate_X_predict(X)
+        return self.tree_.predict(X)
+
+    def apply(self, X):
+        """Leaf node id reached by each row."""
+        X = self._validate_X_predict(X)
+        return self.tree_.apply(X)
+
+    def decision_path(self, X):
+        """Sparse indicator (n_samples, n_nodes) of the nodes each row visits."""
+        X = self._validate_X_predict(X)
+        return self.tree_.decision_path(X)
+
+    def get_n_leaves(self):
+        """Number of leaves of the fitted tree."""
+        check_is_fitted(self)
+        return self.tree_.n_leaves
+
+    def get_depth(self):
+        """Depth of the fitted tree (0 for a single leaf)."""
+        check_is_fitted(self)
+        return self.tree_.max_depth
+
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    max_depth : int, default=4
+        Maximum depth of the tree (0 fits one leaf model).
+{lookahead}    leaf_model : {{"linear", "constant"}}, default="linear"
+        Ridge regression in each leaf, or a constant (then ``ridge_alpha``
+        and the regression features are unused and the leaf loss is
+        ``sum y^2 - (sum y)^2 / n``).
+    leaf_penalty : float, default=1e-3
+        lambda: cost of one leaf as a fraction of the total sum of squares.
+    ridge_alpha : float, default=1e-5
+        kappa: per-sample ridge strength on standardized features; must be
+        positive for linear leaves.
+    n_thresholds : int or None, default=20
+        Size ``T`` of each feature's threshold pool; None uses all midpoints.
+    threshold_strategy : {{"quantile", "uniform"}}, default="quantile"
+        How the pool is drawn for features with more than ``T + 1`` values.
+    min_samples_leaf : int or "auto", default="auto"
+        Minimum rows per leaf; "auto" is ``max(1, 5 * r)`` for linear leaves
+        with ``r`` regression features and 1 for constant leaves.
+    regression_features : "auto", None or array-like, default="auto"
+        Columns used in the leaf regressions (indices, names, or a boolean
+        mask); "auto" takes every column that is not all 0/1.  None fits
+        intercept-only leaves.
+    verbose : int, default=0
+        Print the progress of the root's candidate evaluations.
+
+    Attributes
+    ----------
+    tree_ : clarytree._tree.Tree
+        The fitted tree as plain arrays.
+    objective_ : float
+        Objective of the fitted tree (see above), in squared units of ``y``.
+    regression_features_ : ndarray of int
+        Columns entering the leaf regressions.
+    split_only_features_ : ndarray of int
+        The other columns.
+    min_samples_leaf_ : int
+        The resolved minimum leaf size.
+    thresholds_ : list of ndarray
+        The threshold pool of each feature.
+    leaf_ids_ : ndarray of int
+        Node ids of the leaves, in preorder.
+    leaf_intercepts_ : ndarray of shape (n_leaves,)
+    leaf_coefs_ : ndarray of shape (n_leaves, n_features)
+        Leaf models in original units (zeros for columns not in the leaf
+        regressions).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Present when ``X`` had string column names.
+"""
+
+
+class CLARITreeRegressor(_BaseLinearTree):
+    __doc__ = (
+        """Piecewise-linear regression tree grown with lookahead (CLARITree).
+
+    Every candidate split of a node is scored by the objective of the trees
+    that a shallower search grows below it: with ``lookahead_depth=1`` (the
+    paper's CLARITree) both children are completed greedily to the remaining
+    depth (CholeskyTree); the best candidate is kept and both children are
+    refined recursively the same way.  ``lookahead_depth=k`` scores
+    candidates with lookahead ``k - 1`` (all split combinations down to depth
+    ``k``, greedy below); ``lookahead_depth >= max_depth`` is an exhaustive
+    search for the optimal tree within the threshold pools.  With one level
+    left a node chooses greedily (the two are equivalent there).  Candidates
+    inducing the same partition are scored once.
+"""
+        + _SEMANTICS
+        + _PARAMS_DOC.format(lookahead="""    lookahead_depth : int, default=1
+        Levels of exhaustive search before greedy completion (0 = greedy).
+""")
+        + """
+    See Also
+    --------
+    CholeskyTreeRegressor : the greedy tree (``lookahead_depth=0``).
+
+    Examples
+    --------
+    >>> from clarytree import CLARITreeRegressor
+    >>> from clarytree.datasets import make_piecewise_linear
+    >>> X, y = make_piecewise_linear(n_samples=500, random_state=0)
+    >>> model = CLARITreeRegressor(max_depth=2).fit(X, y)
+    >>> model.get_n_leaves() <= 4
+    True
+    """
+    )
+
+    _parameter_constraints: dict = {
+        **_BaseLinearTree._parameter_constraints,
+        "lookahead_depth": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, *, max_depth=4, lookahead_depth=1, leaf_model="linear",
+                 leaf_penalty=1e-3, ridge_alpha=1e-5, n_thresholds=20,
+                 threshold_strategy="quantile", min_samples_leaf="auto",
+                 regression_features="auto", verbose=0):
+        self.max_depth = max_depth
+        self.lookahead_depth = lookahead_depth
+        self.leaf_model = leaf_model
+        self.leaf_penalty = leaf_penalty
+        self.ridge_alpha = ridge_alpha
+        self.n_thresholds = n_thresholds
+        self.threshold_strategy = threshold_strategy
+        self.min_samples_leaf = min_samples_leaf
+        self.regression_features = regression_features
+        self.verbose = verbose
+
+    def _effective_lookahead(self):
+        return int(self.lookahead_depth)
+
+
+class CholeskyTreeRegressor(_BaseLinearTree):
+    __doc__ = (
+        """Greedy piecewise-linear regression tree (CholeskyTree).
+
+    Each node takes the admissible split with the smallest sum of its two
+    children's ridge leaf objectives, evaluated for every threshold of a
+    feature in one sorted sweep (rank-one Cholesky updates, or per-threshold
+    factorizations of accumulated Gram sums when that is cheaper), then the
+    children are grown recursively and the split is pruned when it does not
+    pay for its extra leaf.  It is CLARITree with ``lookahead_depth=0`` and
+    the completion routine inside CLARITree.
+"""
+        + _SEMANTICS
+        + _PARAMS_DOC.format(lookahead="")
+        + """
+    See Also
+    --------
+    CLARITreeRegressor : the lookahead tree.
+    """
+    )
+
+    def __init__(self, *, max_depth=4, leaf_model="linear", leaf_penalty=1e-3,
+                 ridge_alpha=1e-5, n_thresholds=20, threshold_strategy="quantile",
+                 min_samples_leaf="auto", regression_features="auto", verbose=0):
+        self.max_depth = max_depth
+        self.leaf_model = leaf_model
+        self.leaf_penalty = leaf_penalty
+        self.ridge_alpha = ridge_alpha
+        self.n_thresholds = n_thresholds
+        self.threshold_strategy = threshold_strategy
+        self.min_samples_leaf = min_samples_leaf
+        self.regression_features = regression_features
+        self.verbose = verbose

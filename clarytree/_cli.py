@@ -1,0 +1,576 @@
+"""The ``clarytree`` command line: demo, fit, predict and mbndt.
+
+Mistakes a user can make (a missing file, an unknown column, a bad option
+value...) end with one line on stderr and exit status 2, never a traceback.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A problem with the user's input, reported as one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but errors are one line (with a pointer to --help)."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# --------------------------------------------------------------------------
+# Argument types
+# --------------------------------------------------------------------------
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _n_thresholds(text):
+    if text.lower() in ("all", "none"):
+        return None
+    return _positive_int(text)
+
+
+def _test_size(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------
+# Data input / output
+# --------------------------------------------------------------------------
+
+
+def _read_table(path):
+    """Read a CSV (optionally compressed) or Parquet file into a DataFrame."""
+    import pandas as pd
+
+    if not os.path.exists(path):
+        raise UsageError(f"file not found: {path}")
+    if os.path.isdir(path):
+        raise UsageError(f"expected a data file, got a directory: {path}")
+    lower = path.lower()
+    try:
+        if lower.endswith((".parquet", ".pq")):
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path)
+    except ImportError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"cannot read {path}: {first}") from None
+    if frame.shape[0] == 0:
+        raise UsageError(f"{path} has no data rows")
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def _split_target(frame, target, path, numeric_features=True):
+    """Return (X DataFrame, y array) with clear errors for bad columns."""
+    import pandas as pd
+
+    if target not in frame.columns:
+        raise UsageError(
+            f"column {target!r} not found in {path}; columns: {_list(frame.columns)}")
+    y = frame[target]
+    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        raise UsageError(f"target column {target!r} is not numeric")
+    y = y.to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(y)):
+        bad = int(np.sum(~np.isfinite(y)))
+        raise UsageError(f"target column {target!r} has {bad} missing or infinite value(s)")
+    X = frame.drop(columns=[target])
+    if X.shape[1] == 0:
+        raise UsageError(f"{path} has no feature columns besides the target {target!r}")
+    if numeric_features:
+        _check_numeric(X, path)
+    return X, y
+
+
+def _check_numeric(X, path):
+    import pandas as pd
+
+    bad = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    if bad:
+        raise UsageError(f"non-numeric feature column(s) in {path}: {_list(bad)} "
+                         "(encode them as numbers first)")
+    values = X.to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        cols = [c for c, ok in zip(X.columns, np.isfinite(values).all(axis=0), strict=True)
+                if not ok]
+        raise UsageError(f"missing or infinite values in feature column(s) of {path}: "
+                         f"{_list(cols)}")
+
+
+def _list(items, limit=8):
+    items = [str(i) for i in items]
+    text = ", ".join(items[:limit])
+    if len(items) > limit:
+        text += f", ... ({len(items) - limit} more)"
+    return text
+
+
+def _check_writable(path, option):
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option}: folder does not exist: {folder}")
+
+
+# --------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------
+
+
+def _r2(y, pred):
+    resid = float(np.sum((y - pred) ** 2))
+    total = float(np.sum((y - y.mean()) ** 2))
+    return 1.0 - resid / total if total > 0 else float("nan")
+
+
+def _print(*args, **kwargs):
+    print(*args, **kwargs, flush=True)
+
+
+def _verbose(args):
+    """Progress display: on when asked, or when stderr is a terminal."""
+    if args.quiet:
+        return 0
+    if args.verbose:
+        return args.verbose
+    return 1 if sys.stderr.isatty() else 0
+
+
+def _report_fit(model, name, X_train, y_train, X_test, y_test, seconds, *,
+                decimals=4, max_terms=None):
+    from ._export import export_text
+
+    _print(f"== {name} ==")
+    _print(export_text(model, decimals=decimals, max_terms=max_terms), end="")
+    train = _r2(y_train, model.predict(X_train))
+    line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}  " \
+           f"train R2: {train:.4f}"
+    if X_test is not None:
+        line += f"  test R2: {_r2(y_test, model.predict(X_test)):.4f}"
+    line += f"  fit time: {seconds:.3f}s"
+    _print(line)
+    return train
+
+
+def _save_outputs(model, args):
+    if args.out:
+        import joblib
+
+        joblib.dump(model, args.out)
+        _print(f"model saved to {args.out}")
+    if args.json:
+        from ._export import to_dict
+
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(to_dict(model), fh, indent=1)
+        _print(f"tree saved as JSON to {args.json}")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from ._export import plot_tree
+
+        n_leaves = model.get_n_leaves()
+        fig, ax = plt.subplots(figsize=(max(6.0, 2.6 * n_leaves), 2.2 * (model.get_depth() + 2)))
+        plot_tree(model, ax=ax)
+        try:
+            fig.savefig(args.plot, bbox_inches="tight", dpi=100)
+        except ValueError as exc:  # unknown image format
+            raise UsageError(f"--plot: {exc}") from None
+        finally:
+            plt.close(fig)
+        _print(f"tree plot saved to {args.plot}")
+
+
+# --------------------------------------------------------------------------
+# Subcommands
+# --------------------------------------------------------------------------
+
+
+def _cmd_demo(args):
+    from . import CholeskyTreeRegressor, CLARITreeRegressor
+    from .datasets import make_greedy_trap
+
+    if args.n_nuisance <= args.max_depth:
+        raise UsageError("--n-nuisance must be greater than --max-depth for the trap to hold")
+    kw = {"epsilon": args.epsilon, "n_nuisance": args.n_nuisance, "depth": args.max_depth}
+    X, y = make_greedy_trap(n_samples=args.n_samples, random_state=args.seed, **kw)
+    X_test, y_test = make_greedy_trap(n_samples=args.n_samples, random_state=args.seed + 1,
+                                      **kw)
+    names = ["g", "h"]
+    for j in range(1, args.n_nuisance + 1):
+        names += [f"m{j}a", f"m{j}b"]
+    names.append("z")
+    _print(
+        "The greedy trap (CLARITree paper, appendix B.2): y = g*h*z for most rows,\n"
+        f"a product of one random nuisance pair for a fraction eps={args.epsilon} of them.\n"
+        "No single split on g, h or z helps a linear leaf, so a greedy tree chases\n"
+        "nuisance bits; one-step lookahead sees that g then h makes y = +-z in every\n"
+        f"leaf. {args.n_samples} training rows, {args.n_samples} test rows, "
+        f"features: g, h, m1a..m{args.n_nuisance}b, z.\n"
+        "Leaf equations show their 3 largest terms.\n"
+    )
+    verbose = _verbose(args)
+    results = {}
+    for label, cls in (("CholeskyTree (greedy)", CholeskyTreeRegressor),
+                       ("CLARITree (one-step lookahead)", CLARITreeRegressor)):
+        model = cls(max_depth=args.max_depth, verbose=verbose)
+        start = time.perf_counter()
+        model.fit(_frame(X, names), y)
+        seconds = time.perf_counter() - start
+        _report_fit(model, label, _frame(X, names), y, _frame(X_test, names), y_test,
+                    seconds, decimals=3, max_terms=3)
+        results[label] = np.mean((model.predict(_frame(X_test, names)) - y_test) ** 2)
+        _print()
+    greedy, lookahead = results.values()
+    _print(f"test MSE: greedy {greedy:.4f}, lookahead {lookahead:.4f} "
+           f"(ratio {greedy / lookahead:.1f}; the population ratio is at least "
+           f"1/(4 eps) = {1 / (4 * args.epsilon):.1f})")
+    return 0
+
+
+def _frame(X, names):
+    import pandas as pd
+
+    return pd.DataFrame(X, columns=names)
+
+
+def _holdout(X, y, test_size, seed, stratify=None):
+    if test_size == 0:
+        return X, None, y, None
+    from sklearn.model_selection import train_test_split
+
+    n_test = int(np.ceil(test_size * len(y)))
+    if n_test < 1 or len(y) - n_test < 2:
+        raise UsageError(f"--test-size {test_size} leaves too few rows for training or "
+                         f"testing ({len(y)} rows)")
+    try:
+        return train_test_split(X, y, test_size=test_size, random_state=seed,
+                                stratify=stratify)
+    except ValueError as exc:
+        raise UsageError(f"cannot split the data: {exc}") from None
+
+
+def _cmd_fit(args):
+    from . import CholeskyTreeRegressor, CLARITreeRegressor
+
+    for path, option in ((args.out, "--out"), (args.json, "--json"), (args.plot, "--plot")):
+        _check_writable(path, option)
+    frame = _read_table(args.data)
+    X, y = _split_target(frame, args.target, args.data)
+    X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state)
+    params = {
+        "max_depth": args.max_depth,
+        "leaf_model": args.leaf_model,
+        "leaf_penalty": args.leaf_penalty,
+        "ridge_alpha": args.ridge_alpha,
+        "n_thresholds": args.n_thresholds,
+        "verbose": _verbose(args),
+    }
+    if args.lookahead_depth == 0:
+        model = CholeskyTreeRegressor(**params)
+    else:
+        model = CLARITreeRegressor(lookahead_depth=args.lookahead_depth, **params)
+    start = time.perf_counter()
+    model.fit(X_train, y_train)
+    seconds = time.perf_counter() - start
+    _report_fit(model, type(model).__name__, X_train, y_train, X_test, y_test, seconds,
+                decimals=args.decimals)
+    _save_outputs(model, args)
+    return 0
+
+
+def _cmd_mbndt(args):
+    for path, option in ((args.out, "--out"), (args.json, "--json"), (args.plot, "--plot")):
+        _check_writable(path, option)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise UsageError("clarytree mbndt needs PyTorch: pip install 'clarytree[torch]'") \
+            from None
+    from .mbndt import MBNDTClassifier, MBNDTRegressor
+
+    frame = _read_table(args.data)
+    if args.target not in frame.columns:
+        raise UsageError(
+            f"column {args.target!r} not found in {args.data}; columns: {_list(frame.columns)}")
+    y = frame[args.target]
+    if y.isna().any():
+        raise UsageError(f"target column {args.target!r} has missing values")
+    X = frame.drop(columns=[args.target])
+    if X.shape[1] == 0:
+        raise UsageError(f"{args.data} has no feature columns besides the target")
+    task = args.task
+    if task == "auto":
+        import pandas as pd
+
+        numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+        task = "regression" if numeric and y.nunique() > 10 else "classification"
+    y = y.to_numpy()
+    cls = MBNDTClassifier if task == "classification" else MBNDTRegressor
+    if task == "regression":
+        y = y.astype(np.float64)
+    params = {"max_depth": args.max_depth, "n_branches": args.n_branches,
+              "leaf_budget": args.leaf_budget, "n_restarts": args.n_restarts,
+              "max_epochs": args.max_epochs, "random_state": args.random_state,
+              "verbose": _verbose(args)}
+    model = cls(**params)
+    stratify = y if task == "classification" else None
+    X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state,
+                                                stratify)
+    start = time.perf_counter()
+    model.fit(X_train, y_train)
+    seconds = time.perf_counter() - start
+    from ._export import export_text
+
+    _print(f"== {cls.__name__} ({task}) ==")
+    _print(export_text(model, decimals=args.decimals), end="")
+    line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}"
+    for part, Xp, yp in (("train", X_train, y_train), ("test", X_test, y_test)):
+        if Xp is None:
+            continue
+        if task == "classification":
+            from sklearn.metrics import balanced_accuracy_score
+
+            line += f"  {part} balanced accuracy: " \
+                    f"{balanced_accuracy_score(yp, model.predict(Xp)):.4f}"
+        else:
+            line += f"  {part} R2: {_r2(yp, model.predict(Xp)):.4f}"
+    _print(line + f"  fit time: {seconds:.3f}s")
+    _save_outputs(model, args)
+    return 0
+
+
+def _cmd_predict(args):
+    import joblib
+
+    _check_writable(args.out, "--out")
+    if not os.path.exists(args.model):
+        raise UsageError(f"file not found: {args.model}")
+    try:
+        model = joblib.load(args.model)
+    except Exception as exc:  # any unpickling failure means "not a model file"
+        raise UsageError(f"cannot load a model from {args.model}: "
+                         f"{type(exc).__name__}") from None
+    if not (hasattr(model, "predict") and hasattr(model, "tree_")):
+        raise UsageError(f"{args.model} does not hold a fitted clarytree model")
+    frame = _read_table(args.data)
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        missing = [str(n) for n in names if str(n) not in frame.columns]
+        if missing:
+            raise UsageError(f"column(s) the model needs are missing from {args.data}: "
+                             f"{_list(missing)}")
+        # Extra columns (the target, ids) are ignored.
+        X = frame[[str(n) for n in names]]
+    else:
+        X = frame
+        if X.shape[1] != model.n_features_in_:
+            raise UsageError(f"{args.data} has {X.shape[1]} columns but the model expects "
+                             f"{model.n_features_in_}")
+    if not type(model).__name__.startswith("MBNDT"):
+        _check_numeric(X, args.data)
+    pred = model.predict(X)
+    import pandas as pd
+
+    out = pd.DataFrame({"prediction": pred})
+    if args.out:
+        out.to_csv(args.out, index=False)
+        _print(f"{len(out)} predictions saved to {args.out}")
+    else:
+        out.to_csv(sys.stdout, index=False)
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------
+
+
+def _add_common_output(p):
+    p.add_argument("--out", metavar="MODEL.joblib", help="save the fitted model (joblib)")
+    p.add_argument("--json", metavar="TREE.json", help="save the tree as JSON (to_dict)")
+    p.add_argument("--plot", metavar="TREE.png", help="save a drawing of the tree")
+    p.add_argument("--decimals", type=_positive_int, default=4,
+                   help="significant digits of leaf coefficients (thresholds are exact)")
+
+
+def _add_verbosity(p):
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="show progress of long fits (default: when stderr is a terminal)")
+    p.add_argument("-q", "--quiet", action="store_true", help="never show progress")
+
+
+def build_parser():
+    """The argument parser of the ``clarytree`` command."""
+    from . import __version__
+
+    parser = _Parser(
+        prog="clarytree",
+        description="Interpretable shallow trees: piecewise-linear CLARITree regression "
+                    "trees and multi-branch MBNDT trees.",
+    )
+    parser.add_argument("--version", action="version", version=f"clarytree {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    demo = sub.add_parser("demo", help="greedy vs lookahead on the greedy-trap data (no files)",
+                          description="Fit CholeskyTree (greedy) and CLARITree (lookahead) on "
+                                      "generated greedy-trap data and compare them.")
+    demo.add_argument("--n-samples", type=_positive_int, default=1000)
+    demo.add_argument("--epsilon", type=float, default=0.05,
+                      help="fraction of nuisance rows, in (0, 0.5)")
+    demo.add_argument("--n-nuisance", type=_positive_int, default=8)
+    demo.add_argument("--max-depth", type=_positive_int, default=4)
+    demo.add_argument("--seed", type=_non_negative_int, default=0)
+    _add_verbosity(demo)
+    demo.set_defaults(func=_cmd_demo)
+
+    fit = sub.add_parser("fit", help="fit a CLARITree on a CSV/Parquet file",
+                         description="Fit a piecewise-linear tree on DATA (CSV or Parquet; "
+                                     "numeric columns), print it and its metrics.")
+    fit.add_argument("data", metavar="DATA", help="CSV (optionally .gz) or Parquet file")
+    fit.add_argument("--target", required=True, metavar="COLUMN", help="target column")
+    fit.add_argument("--max-depth", type=_non_negative_int, default=4)
+    fit.add_argument("--lookahead-depth", type=_non_negative_int, default=1,
+                     help="0 = greedy CholeskyTree, 1 = CLARITree, k = exhaustive to depth k")
+    fit.add_argument("--leaf-model", choices=["linear", "constant"], default="linear")
+    fit.add_argument("--leaf-penalty", type=_non_negative_float, default=1e-3,
+                     help="lambda: cost of a leaf as a fraction of the total sum of squares")
+    fit.add_argument("--ridge-alpha", type=_non_negative_float, default=1e-5,
+                     help="kappa: per-sample ridge strength on standardized features")
+    fit.add_argument("--n-thresholds", type=_n_thresholds, default=20,
+                     help="candidate thresholds per feature, or 'all'")
+    fit.add_argument("--test-size", type=_test_size, default=0.2,
+                     help="held-out fraction for the test R2 (0 to train on all rows)")
+    fit.add_argument("--random-state", type=_non_negative_int, default=0)
+    _add_common_output(fit)
+    _add_verbosity(fit)
+    fit.set_defaults(func=_cmd_fit)
+
+    predict = sub.add_parser("predict", help="predict with a saved model",
+                             description="Predict DATA with a model saved by 'fit --out'.")
+    predict.add_argument("model", metavar="MODEL", help="model file written by --out")
+    predict.add_argument("data", metavar="DATA", help="CSV or Parquet file with the features")
+    predict.add_argument("--out", metavar="PREDICTIONS.csv",
+                         help="write predictions here (default: standard output)")
+    predict.set_defaults(func=_cmd_predict)
+
+    mb = sub.add_parser("mbndt", help="fit an MBNDT multi-branch tree (needs torch)",
+                        description="Fit an MBNDT classifier or regressor on DATA, print the "
+                                    "exported rules and metrics.")
+    mb.add_argument("data", metavar="DATA", help="CSV (optionally .gz) or Parquet file")
+    mb.add_argument("--target", required=True, metavar="COLUMN", help="target column")
+    mb.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
+                    help="auto: regression for numeric targets with more than 10 values")
+    mb.add_argument("--max-depth", type=_positive_int, default=4)
+    mb.add_argument("--n-branches", type=_positive_int, default=3)
+    mb.add_argument("--leaf-budget", type=_non_negative_float, default=16.0)
+    mb.add_argument("--n-restarts", type=_positive_int, default=5)
+    mb.add_argument("--max-epochs", type=_positive_int, default=500)
+    mb.add_argument("--test-size", type=_test_size, default=0.2)
+    mb.add_argument("--random-state", type=_non_negative_int, default=0)
+    _add_common_output(mb)
+    _add_verbosity(mb)
+    mb.set_defaults(func=_cmd_mbndt)
+    return parser
+
+
+def main(argv=None):
+    """Run the ``clarytree`` command; return its exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name; defaults to ``sys.argv[1:]``.
+
+    Returns
+    -------
+    status : int
+        0 on success, 2 for a usage or input error.
+
+    Notes
+    -----
+    Set the environment variable ``CLARYTREE_DEBUG=1`` to see the traceback of
+    an input error instead of its one-line message.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        return args.func(args)
+    except UsageError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except (ValueError, TypeError, OSError):
+        if os.environ.get("CLARYTREE_DEBUG"):
+            raise
+        return _report_error(sys.exc_info()[1])
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+
+
+def _report_error(exc):
+    if isinstance(exc, OSError):
+        _error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+    else:
+        # Parameter validation in the estimators speaks to the user directly.
+        _error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    return EXIT_USAGE
+
+
+def _error(message):
+    sys.stdout.flush()
+    print(f"clarytree: error: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,1112 @@
+"""Export and plot fitted trees: text, JSON-ready dicts, Graphviz, matplotlib.
+
+Every function accepts a fitted :class:`~clarytree.CLARITreeRegressor` or
+:class:`~clarytree.CholeskyTreeRegressor` (binary trees with a linear model in
+each leaf) and, where it makes sense, a fitted MBNDT estimator from
+:mod:`clarytree.mbndt` (multiway trees with a constant value or class
+probabilities in each leaf).
+
+Thresholds are always printed with ``repr(float)``, the shortest decimal
+string that reads back as the same float, so a printed tree routes every row
+exactly as the model does; ``decimals`` only rounds leaf coefficients and
+values.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = [
+    "export_graphviz",
+    "export_text",
+    "from_dict",
+    "leaf_table",
+    "plot_partition",
+    "plot_tree",
+    "to_dict",
+]
+
+FORMAT_NAME = "clarytree.tree"
+FORMAT_VERSION = 1
+
+_TREE_ARRAYS = (
+    "children_left",
+    "children_right",
+    "feature",
+    "threshold",
+    "n_node_samples",
+    "node_objective",
+    "intercept",
+    "coef",
+)
+
+
+# --------------------------------------------------------------------------
+# Recognizing the two tree families
+# --------------------------------------------------------------------------
+
+
+def _family(estimator):
+    """Return ``"binary"`` (CLARITree family) or ``"multiway"`` (MBNDT)."""
+    if isinstance(estimator, type):
+        raise TypeError("expected a fitted estimator instance, got a class")
+    if not hasattr(estimator, "fit"):
+        raise TypeError(
+            f"expected a fitted clarytree estimator, got {type(estimator).__name__}"
+        )
+    check_is_fitted(estimator, "tree_")
+    tree = estimator.tree_
+    if hasattr(tree, "children_left") and hasattr(tree, "intercept"):
+        return "binary"
+    if hasattr(tree, "children_ptr") and hasattr(tree, "cuts"):
+        return "multiway"
+    raise TypeError(
+        f"{type(estimator).__name__} is not a clarytree estimator: its tree_ is a "
+        f"{type(tree).__name__}"
+    )
+
+
+def _feature_names(estimator, feature_names):
+    n = int(estimator.n_features_in_)
+    if feature_names is None:
+        names = getattr(estimator, "feature_names_in_", None)
+        if names is not None:
+            return [str(name) for name in names]
+        return [f"x[{j}]" for j in range(n)]
+    if isinstance(feature_names, str):
+        raise TypeError("feature_names must be a sequence of strings, not a string")
+    names = [str(name) for name in feature_names]
+    if len(names) != n:
+        raise ValueError(
+            f"feature_names has {len(names)} entries but the estimator was fitted "
+            f"on {n} features"
+        )
+    return names
+
+
+def _check_decimals(decimals):
+    if decimals is None:
+        return None
+    if isinstance(decimals, bool) or not isinstance(decimals, numbers.Integral):
+        raise TypeError(f"decimals must be an int or None, got {decimals!r}")
+    if decimals < 1:
+        raise ValueError(f"decimals must be >= 1, got {decimals}")
+    return int(decimals)
+
+
+def _num(value, decimals):
+    """Format a number: shortest exact repr, or ``decimals`` significant digits."""
+    value = float(value)
+    if decimals is None:
+        return repr(value)
+    if value != 0 and 1e-4 <= abs(value) < 1e6:
+        # Positional notation reads better than 1.2e+02 in equations.
+        return np.format_float_positional(value, precision=decimals, unique=True,
+                                          fractional=False, trim="-")
+    return f"{value:.{decimals}g}"
+
+
+def _exact(value):
+    return repr(float(value))
+
+
+# --------------------------------------------------------------------------
+# Binary (CLARITree) helpers
+# --------------------------------------------------------------------------
+
+
+def _equation(intercept, coef, names, decimals, sep=" ", max_terms=None):
+    """``y = b0 + b1 * x1 - b2 * x2`` with exactly-zero terms left out."""
+    parts = [f"y = {_num(intercept, decimals)}"]
+    terms = np.flatnonzero(coef)
+    hidden = 0
+    if max_terms is not None and terms.size > max_terms:
+        keep = np.argsort(-np.abs(coef[terms]), kind="stable")[:max_terms]
+        hidden = terms.size - max_terms
+        terms = np.sort(terms[keep])
+    for j in terms:
+        c = float(coef[j])
+        sign = "-" if c < 0 else "+"
+        parts.append(f"{sign} {_num(abs(c), decimals)} * {names[j]}")
+    if hidden:
+        parts.append(f"+ ... ({hidden} smaller terms)")
+    return sep.join(parts)
+
+
+def _binary_conditions(tree, names):
+    """Per node, the list of (feature, op, threshold) tests on its path."""
+    count = tree.node_count
+    paths = [None] * count
+    paths[0] = []
+    for node in range(count):  # preorder: parents come first
+        left = tree.children_left[node]
+        if left < 0:
+            continue
+        f, t = int(tree.feature[node]), float(tree.threshold[node])
+        paths[left] = paths[node] + [(f, "<=", t)]
+        paths[tree.children_right[node]] = paths[node] + [(f, ">", t)]
+    return paths
+
+
+def _rule_text(conditions, names):
+    """Join path tests, merging repeated tests on one feature into an interval."""
+    bounds = {}
+    order = []
+    for f, op, t in conditions:
+        if f not in bounds:
+            bounds[f] = [None, None]
+            order.append(f)
+        lo, hi = bounds[f]
+        if op == "<=":
+            bounds[f][1] = t if hi is None else min(hi, t)
+        else:
+            bounds[f][0] = t if lo is None else max(lo, t)
+    parts = []
+    for f in order:
+        lo, hi = bounds[f]
+        if lo is not None and hi is not None:
+            parts.append(f"{_exact(lo)} < {names[f]} <= {_exact(hi)}")
+        elif hi is not None:
+            parts.append(f"{names[f]} <= {_exact(hi)}")
+        else:
+            parts.append(f"{names[f]} > {_exact(lo)}")
+    return " and ".join(parts) if parts else "(all rows)"
+
+
+# --------------------------------------------------------------------------
+# Multiway (MBNDT) helpers
+# --------------------------------------------------------------------------
+
+
+def _mbndt_children(tree, node):
+    return [int(c) for c in tree.children[tree.children_ptr[node]:tree.children_ptr[node + 1]]]
+
+
+def _mbndt_branch_labels(tree, node, name, fmt=_exact):
+    """Condition of every child of a multiway node, in child order.
+
+    With ``name=None`` the labels omit the feature (``<= a``, ``(a, b]``,
+    ``> b``, ``in {...}``), for drawings where the node shows it.
+    """
+    kids = _mbndt_children(tree, node)
+    if tree.is_categorical[node]:
+        s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
+        values, positions = tree.cat_values[s:e], tree.cat_child[s:e]
+        labels = []
+        for k in range(len(kids)):
+            members = [str(v) for v, p in zip(values, positions, strict=True) if p == k]
+            if k == tree.default_child[node]:
+                members.append("<other>")
+            prefix = "" if name is None else f"{name} "
+            labels.append(f"{prefix}in {{{', '.join(members)}}}")
+        return labels
+    cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
+    labels = []
+    for k in range(len(kids)):
+        if k == 0:
+            labels.append(f"{name} <= {fmt(cuts[0])}" if name is not None
+                          else f"<= {fmt(cuts[0])}")
+        elif k == len(kids) - 1:
+            labels.append(f"{name} > {fmt(cuts[-1])}" if name is not None
+                          else f"> {fmt(cuts[-1])}")
+        elif name is not None:
+            labels.append(f"{fmt(cuts[k - 1])} < {name} <= {fmt(cuts[k])}")
+        else:
+            labels.append(f"({fmt(cuts[k - 1])}, {fmt(cuts[k])}]")
+    return labels
+
+
+def _mbndt_leaf_text(estimator, node, decimals):
+    value = estimator.tree_.value[node]
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None:
+        k = int(np.argmax(value))
+        probs = ", ".join(_num(p, decimals) for p in value)
+        return f"class {classes[k]} (proba [{probs}])"
+    return f"y = {_num(value[0], decimals)}"
+
+
+# --------------------------------------------------------------------------
+# A family-independent view: children, edge conditions and node texts
+# --------------------------------------------------------------------------
+
+
+def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
+             threshold_format=None):
+    """Return (children, edge_labels, node_texts, is_leaf, n_samples).
+
+    ``short_edges`` drops the feature name from edge labels (drawings show it
+    on the node); ``threshold_format`` replaces the exact threshold format.
+    """
+    family = _family(estimator)
+    fmt = threshold_format or _exact
+    tree = estimator.tree_
+    count = tree.node_count
+    children, edges, texts = [], [], []
+    if family == "binary":
+        for node in range(count):
+            left, right = int(tree.children_left[node]), int(tree.children_right[node])
+            if left < 0:
+                children.append([])
+                edges.append([])
+                eq = _equation(tree.intercept[node], tree.coef[node], names, decimals, sep,
+                               max_terms)
+                texts.append(f"leaf {node}{sep}{eq}")
+            else:
+                f, t = int(tree.feature[node]), fmt(tree.threshold[node])
+                prefix = "" if short_edges else f"{names[f]} "
+                children.append([left, right])
+                edges.append([f"{prefix}<= {t}", f"{prefix}> {t}"])
+                texts.append(names[f])
+    else:
+        for node in range(count):
+            if tree.feature[node] < 0:
+                children.append([])
+                edges.append([])
+                texts.append(f"leaf {node}{sep}{_mbndt_leaf_text(estimator, node, decimals)}")
+            else:
+                name = names[int(tree.feature[node])]
+                children.append(_mbndt_children(tree, node))
+                edges.append(_mbndt_branch_labels(tree, node, None if short_edges else name,
+                                                  fmt))
+                texts.append(name)
+    n_samples = np.asarray(tree.n_node_samples)
+    is_leaf = [not c for c in children]
+    return children, edges, texts, is_leaf, n_samples
+
+
+# --------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------
+
+
+def export_text(estimator, feature_names=None, decimals=None, show_samples=True,
+                max_terms=None):
+    """Render a fitted tree as indented rules with each leaf's model.
+
+    Every split is printed as ``name <= threshold`` / ``name > threshold`` with
+    the threshold's shortest round-trip representation (``repr(float)``), so
+    reading the printed thresholds back as floats routes every row, training
+    rows included, to the same leaf as the model. Each leaf shows its id and
+    its equation ``y = intercept + coef * name ...`` in original units
+    (columns that do not enter the leaf regressions are left out), or, for
+    MBNDT, its value or class probabilities.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
+        A fitted estimator.
+    feature_names : sequence of str, optional
+        Names of the input columns. Defaults to ``feature_names_in_`` when the
+        estimator was fitted on a DataFrame, else ``x[0]``, ``x[1]``, ...
+    decimals : int or None, default=None
+        Significant digits of leaf coefficients and values. ``None`` prints
+        them exactly (shortest round-trip representation). Thresholds are
+        always exact.
+    show_samples : bool, default=True
+        Append the number of training rows that reached each leaf.
+    max_terms : int or None, default=None
+        Show at most this many terms of each leaf equation, those with the
+        largest absolute coefficients, and count the rest. Coefficient sizes
+        depend on feature units, so this suits features on comparable scales.
+        ``None`` shows every term.
+
+    Returns
+    -------
+    text : str
+        One line per split branch and per leaf, ending with a newline.
+
+    See Also
+    --------
+    leaf_table : The leaf models as a pandas DataFrame.
+    export_graphviz : The same tree in Graphviz DOT format.
+
+    Examples
+    --------
+    >>> from clarytree import CLARITreeRegressor, export_text
+    >>> from clarytree.datasets import make_piecewise_linear
+    >>> X, y = make_piecewise_linear(n_samples=300, n_features=2, n_regimes=2,
+    ...                              noise=0.0, random_state=0)
+    >>> model = CLARITreeRegressor(max_depth=1).fit(X, y)
+    >>> print(export_text(model, decimals=3))  # doctest: +ELLIPSIS
+    |--- x[0] <= ...
+    |   |--- leaf 1: y = ... [samples: ...]
+    |--- x[0] > ...
+    |   |--- leaf 2: y = ... [samples: ...]
+    <BLANKLINE>
+    """
+    _family(estimator)
+    decimals = _check_decimals(decimals)
+    if max_terms is not None and (isinstance(max_terms, bool)
+                                  or not isinstance(max_terms, numbers.Integral)
+                                  or max_terms < 0):
+        raise ValueError(f"max_terms must be a non-negative int or None, got {max_terms!r}")
+    names = _feature_names(estimator, feature_names)
+    children, edges, texts, is_leaf, n_samples = _generic(estimator, names, decimals,
+                                                          max_terms=max_terms)
+    lines = []
+
+    def leaf_line(node, indent):
+        text = texts[node].replace(f"leaf {node} ", f"leaf {node}: ", 1)
+        if show_samples:
+            text += f" [samples: {int(n_samples[node])}]"
+        lines.append(f"{indent}|--- {text}")
+
+    # An explicit stack keeps deep trees clear of the recursion limit.
+    stack = [(0, "", None)]
+    while stack:
+        node, indent, edge = stack.pop()
+        if edge is not None:
+            lines.append(f"{indent}|--- {edge}")
+            indent += "|   "
+        if is_leaf[node]:
+            leaf_line(node, indent)
+            continue
+        for child, label in reversed(list(zip(children[node], edges[node], strict=True))):
+            stack.append((child, indent, label))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
+# Leaf table
+# --------------------------------------------------------------------------
+
+
+def leaf_table(estimator, feature_names=None):
+    """Leaf models as a pandas DataFrame, one row per leaf.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
+        A fitted estimator.
+    feature_names : sequence of str, optional
+        Names of the input columns (see :func:`export_text`).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        Leaves in depth-first order with columns ``leaf`` (node id, as returned
+        by ``apply``), ``rule`` (the path's tests, repeated tests on one feature
+        merged into an interval, thresholds exact), ``n_samples`` (training rows)
+        and then, for the CLARITree family, ``intercept`` and one coefficient
+        column per feature in original units (0 for columns outside the leaf
+        regressions), so that ``intercept + X @ coefficients`` reproduces
+        ``predict`` on the leaf's rows. For MBNDT, ``value`` (regression) or
+        one ``proba[class]`` column per class.
+
+    See Also
+    --------
+    export_text : The same tree as indented text.
+    """
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("leaf_table requires pandas: pip install pandas") from exc
+    family = _family(estimator)
+    names = _feature_names(estimator, feature_names)
+    tree = estimator.tree_
+    records = []
+    if family == "binary":
+        conditions = _binary_conditions(tree, names)
+        leaves = np.flatnonzero(np.asarray(tree.children_left) < 0)
+        for leaf in leaves:
+            row = {
+                "leaf": int(leaf),
+                "rule": _rule_text(conditions[leaf], names),
+                "n_samples": int(tree.n_node_samples[leaf]),
+                "intercept": float(tree.intercept[leaf]),
+            }
+            row.update(zip(names, (float(c) for c in tree.coef[leaf]), strict=True))
+            records.append(row)
+        columns = ["leaf", "rule", "n_samples", "intercept", *names]
+    else:
+        rules = _multiway_rules(tree, names)
+        classes = getattr(estimator, "classes_", None)
+        value_cols = (["value"] if classes is None
+                      else [f"proba[{c}]" for c in classes])
+        for leaf in np.flatnonzero(np.asarray(tree.feature) < 0):
+            row = {
+                "leaf": int(leaf),
+                "rule": " and ".join(rules[leaf]) if rules[leaf] else "(all rows)",
+                "n_samples": int(tree.n_node_samples[leaf]),
+            }
+            row.update(zip(value_cols, (float(v) for v in tree.value[leaf]), strict=True))
+            records.append(row)
+        position = {node: i for i, node in enumerate(_multiway_preorder(tree))}
+        records.sort(key=lambda r: position[r["leaf"]])
+        columns = ["leaf", "rule", "n_samples", *value_cols]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _multiway_preorder(tree):
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if tree.feature[node] >= 0:
+            stack.extend(reversed(_mbndt_children(tree, node)))
+    return order
+
+
+def _multiway_rules(tree, names):
+    rules = {0: []}
+    for node in _multiway_preorder(tree):
+        if tree.feature[node] < 0:
+            continue
+        name = names[int(tree.feature[node])]
+        labels = _mbndt_branch_labels(tree, node, name)
+        for child, label in zip(_mbndt_children(tree, node), labels, strict=True):
+            rules[child] = rules[node] + [label]
+    return rules
+
+
+# --------------------------------------------------------------------------
+# Dict / JSON round trip
+# --------------------------------------------------------------------------
+
+
+def _json_value(value):
+    """Make a parameter value JSON-serializable (arrays and numpy scalars)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot serialize parameter value {value!r} of type "
+                    f"{type(value).__name__}")
+
+
+def _estimator_classes():
+    from . import CholeskyTreeRegressor, CLARITreeRegressor
+
+    classes = {
+        "CLARITreeRegressor": CLARITreeRegressor,
+        "CholeskyTreeRegressor": CholeskyTreeRegressor,
+    }
+    try:
+        from .mbndt import MBNDTClassifier, MBNDTRegressor
+    except ImportError:
+        pass
+    else:
+        classes["MBNDTClassifier"] = MBNDTClassifier
+        classes["MBNDTRegressor"] = MBNDTRegressor
+    return classes
+
+
+def _version():
+    from . import __version__
+
+    return __version__
+
+
+def to_dict(estimator):
+    """Describe a fitted tree as a dict of plain Python values (JSON-ready).
+
+    The dict holds the estimator's class and parameters, its input columns
+    and every node array of the fitted tree, with floats kept exactly
+    (``json.dumps`` writes the shortest round-trip representation), so
+    :func:`from_dict` rebuilds an estimator with bit-identical predictions.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
+        A fitted estimator.
+
+    Returns
+    -------
+    data : dict
+        Keys ``format``, ``format_version``, ``estimator`` (class name),
+        ``clarytree_version`` (of the writer), ``params``, ``n_features_in``,
+        ``feature_names_in`` (or None) and ``tree`` (node arrays as lists);
+        CLARITree models also keep ``objective``, ``regression_features`` and
+        ``min_samples_leaf``.
+
+    See Also
+    --------
+    from_dict : The inverse.
+
+    Examples
+    --------
+    >>> import json
+    >>> from clarytree import CholeskyTreeRegressor, from_dict, to_dict
+    >>> from clarytree.datasets import make_piecewise_linear
+    >>> X, y = make_piecewise_linear(n_samples=200, random_state=0)
+    >>> model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    >>> clone = from_dict(json.loads(json.dumps(to_dict(model))))
+    >>> bool((clone.predict(X) == model.predict(X)).all())
+    True
+    """
+    family = _family(estimator)
+    names = getattr(estimator, "feature_names_in_", None)
+    data = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "estimator": type(estimator).__name__,
+        "clarytree_version": _version(),
+        "params": {k: _json_value(v) for k, v in estimator.get_params(deep=False).items()},
+        "n_features_in": int(estimator.n_features_in_),
+        "feature_names_in": None if names is None else [str(n) for n in names],
+    }
+    tree = estimator.tree_
+    if family == "binary":
+        data["tree"] = {name: np.asarray(getattr(tree, name)).tolist() for name in _TREE_ARRAYS}
+        data["objective"] = float(estimator.objective_)
+        data["regression_features"] = np.asarray(estimator.regression_features_).tolist()
+        if hasattr(estimator, "min_samples_leaf_"):
+            data["min_samples_leaf"] = int(estimator.min_samples_leaf_)
+    else:
+        data["tree"] = _multiway_to_dict(tree)
+        data["column_kinds"] = list(estimator._column_kinds)
+        if hasattr(estimator, "classes_"):
+            data["classes"] = _json_value(np.asarray(estimator.classes_))
+    return data
+
+
+def from_dict(data):
+    """Rebuild a fitted estimator from :func:`to_dict` output.
+
+    Parameters
+    ----------
+    data : dict
+        As returned by :func:`to_dict`, possibly after a trip through JSON.
+
+    Returns
+    -------
+    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
+        A fitted estimator of the original class whose ``predict``, ``apply``
+        and exports agree exactly with the original's. Training-only
+        diagnostics (such as the threshold pools) are not restored.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not a clarytree tree description or is inconsistent.
+    """
+    if not isinstance(data, dict):
+        raise TypeError(f"from_dict expects a dict, got {type(data).__name__}")
+    if data.get("format") != FORMAT_NAME:
+        raise ValueError("not a clarytree tree description (missing 'format': "
+                         f"{FORMAT_NAME!r})")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"unsupported format_version {data.get('format_version')!r}; "
+                         f"this clarytree reads version {FORMAT_VERSION}")
+    classes = _estimator_classes()
+    name = data.get("estimator")
+    if name not in classes:
+        raise ValueError(f"unknown estimator {name!r} (known: {', '.join(sorted(classes))})")
+    try:
+        estimator = classes[name](**data["params"])
+        n_features = int(data["n_features_in"])
+        estimator.n_features_in_ = n_features
+        if data.get("feature_names_in") is not None:
+            names = np.asarray(data["feature_names_in"], dtype=object)
+            if names.shape != (n_features,):
+                raise ValueError("feature_names_in does not match n_features_in")
+            estimator.feature_names_in_ = names
+        if name.startswith("MBNDT"):
+            _multiway_restore(estimator, data)
+        else:
+            _binary_restore(estimator, data, n_features)
+    except KeyError as exc:
+        raise ValueError(f"incomplete tree description: missing {exc}") from None
+    return estimator
+
+
+def _binary_restore(estimator, data, n_features):
+    from ._tree import TREE_LEAF, Tree
+
+    arrays = dict(data["tree"])
+    arrays["n_features"] = n_features
+    arrays["coef"] = np.asarray(arrays["coef"], dtype=np.float64).reshape(-1, n_features)
+    tree = Tree.from_arrays(arrays)
+    estimator.tree_ = tree
+    estimator.objective_ = float(data["objective"])
+    reg = np.asarray(data["regression_features"], dtype=np.intp)
+    estimator.regression_features_ = reg
+    estimator.split_only_features_ = np.setdiff1d(np.arange(n_features), reg)
+    if "min_samples_leaf" in data:
+        estimator.min_samples_leaf_ = int(data["min_samples_leaf"])
+    leaves = np.flatnonzero(np.asarray(tree.children_left) == TREE_LEAF)
+    estimator.leaf_ids_ = leaves
+    estimator.leaf_intercepts_ = np.array(tree.intercept[leaves])
+    estimator.leaf_coefs_ = np.array(tree.coef[leaves])
+
+
+def _multiway_to_dict(tree):
+    nodes = []
+    for node in range(tree.node_count):
+        entry = {
+            "feature": int(tree.feature[node]),
+            "depth": int(tree.depth[node]),
+            "n_samples": int(tree.n_node_samples[node]),
+        }
+        if tree.feature[node] < 0:
+            entry["value"] = [float(v) for v in tree.value[node]]
+            entry["logit"] = [float(v) for v in tree.leaf_logit[node]]
+            entry["origin"] = int(tree.leaf_origin[node])
+        else:
+            entry["children"] = _mbndt_children(tree, node)
+            if tree.is_categorical[node]:
+                s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
+                entry["categorical"] = True
+                entry["cat_values"] = [str(v) for v in tree.cat_values[s:e]]
+                entry["cat_child"] = [int(c) for c in tree.cat_child[s:e]]
+                entry["default"] = int(tree.default_child[node])
+            else:
+                cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
+                entry["cuts"] = [float(c) for c in cuts]
+        nodes.append(entry)
+    return {
+        "nodes": nodes,
+        "n_features": int(tree.n_features),
+        "impute_values": {str(k): float(v) for k, v in tree.impute_values.items()},
+    }
+
+
+def _multiway_restore(estimator, data):
+    from .mbndt._tree import MultiwayTree
+
+    spec = data["tree"]
+    impute = {int(k): float(v) for k, v in spec["impute_values"].items()}
+    tree = MultiwayTree(spec["nodes"], data["column_kinds"], impute, int(spec["n_features"]))
+    estimator.tree_ = tree
+    estimator._column_kinds = list(data["column_kinds"])
+    estimator.n_leaves_ = tree.n_leaves
+    if "classes" in data:
+        estimator.classes_ = np.asarray(data["classes"])
+
+
+# --------------------------------------------------------------------------
+# Graphviz
+# --------------------------------------------------------------------------
+
+
+def _dot_escape(text):
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def export_graphviz(estimator, out_file=None, feature_names=None, decimals=4,
+                    show_samples=True):
+    """Export a fitted tree in Graphviz DOT format.
+
+    Internal nodes show the tested feature, edges the condition of each
+    branch (thresholds exact), and leaves their id and model (equation, value
+    or class probabilities). Render with ``dot -Tpng tree.dot -o tree.png`` or
+    the ``graphviz`` Python package; neither is needed to export.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
+        A fitted estimator.
+    out_file : str, path-like, file object or None, default=None
+        Where to write the DOT source; ``None`` returns it as a string.
+    feature_names : sequence of str, optional
+        Names of the input columns (see :func:`export_text`).
+    decimals : int or None, default=4
+        Significant digits of leaf coefficients and values (None: exact).
+    show_samples : bool, default=True
+        Show the number of training rows reaching each node.
+
+    Returns
+    -------
+    dot : str or None
+        The DOT source when ``out_file`` is None.
+    """
+    _family(estimator)
+    decimals = _check_decimals(decimals)
+    names = _feature_names(estimator, feature_names)
+    children, edges, texts, is_leaf, n_samples = _generic(
+        estimator, names, decimals, sep="\n")
+    lines = [
+        "digraph Tree {",
+        'node [shape=box, style="rounded,filled", fillcolor="#f7f7f7", '
+        'fontname="helvetica"];',
+        'edge [fontname="helvetica"];',
+    ]
+    for node, text in enumerate(texts):
+        label = text
+        if show_samples:
+            label += f"\nsamples = {int(n_samples[node])}"
+        color = ', fillcolor="#e5f0fa"' if is_leaf[node] else ""
+        label = _dot_escape(label).replace("\n", "\\n")
+        lines.append(f'{node} [label="{label}"{color}];')
+    for node, kids in enumerate(children):
+        for child, edge in zip(kids, edges[node], strict=True):
+            lines.append(f'{node} -> {child} [label="{_dot_escape(edge)}"];')
+    lines.append("}")
+    dot = "\n".join(lines) + "\n"
+    if out_file is None:
+        return dot
+    if hasattr(out_file, "write"):
+        out_file.write(dot)
+    else:
+        with open(out_file, "w", encoding="utf-8") as fh:
+            fh.write(dot)
+    return None
+
+
+# --------------------------------------------------------------------------
+# Matplotlib
+# --------------------------------------------------------------------------
+
+
+def _layout(children):
+    """x (leaves spaced evenly in depth-first order, parents centred) and depth."""
+    count = len(children)
+    x = np.zeros(count)
+    depth = np.zeros(count, dtype=int)
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for child in children[node]:
+            depth[child] = depth[node] + 1
+        stack.extend(reversed(children[node]))
+    next_leaf = 0
+    for node in order:
+        if not children[node]:
+            x[node] = next_leaf
+            next_leaf += 1
+    for node in reversed(order):  # children before parents
+        if children[node]:
+            x[node] = np.mean([x[c] for c in children[node]])
+    return x, depth, max(next_leaf, 1)
+
+
+def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
+              show_samples=True, max_terms=None, threshold_decimals=None):
+    """Draw a fitted tree with matplotlib.
+
+    For the binary CLARITree family, internal nodes show their test
+    ``feature <= threshold`` (exact) and edges ``yes``/``no``; for MBNDT's
+    multiway nodes, the node shows the feature and each child the interval or
+    category set that leads to it. Leaves show their id and model: the leaf equation (one term
+    per line) for the CLARITree family, the value or class probabilities for
+    MBNDT.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
+        A fitted estimator.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; defaults to the current axes.
+    feature_names : sequence of str, optional
+        Names of the input columns (see :func:`export_text`).
+    decimals : int or None, default=3
+        Significant digits of leaf coefficients and values (None: exact).
+    fontsize : float, optional
+        Text size; by default it shrinks with the number of leaves and until
+        neighbouring leaves fit side by side.
+    show_samples : bool, default=True
+        Show the number of training rows reaching each node.
+    max_terms : int or None, default=None
+        Show at most this many terms of each leaf equation (see
+        :func:`export_text`).
+    threshold_decimals : int or None, default=None
+        Round thresholds and cut points to this many significant digits for
+        display. ``None`` draws them exactly, as :func:`export_text` prints
+        them; rounded values may misplace rows that lie next to a threshold.
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        The axes drawn into.
+    """
+    import matplotlib.pyplot as plt
+
+    family = _family(estimator)
+    decimals = _check_decimals(decimals)
+    names = _feature_names(estimator, feature_names)
+    binary = family == "binary"
+    threshold_decimals = _check_decimals(threshold_decimals)
+    children, edges, texts, is_leaf, n_samples = _generic(
+        estimator, names, decimals, sep="\n", max_terms=max_terms, short_edges=not binary,
+        threshold_format=None if threshold_decimals is None
+        else (lambda v: _num(v, threshold_decimals)))
+    if binary:
+        # As in scikit-learn: the test in the node, yes/no on the edges.
+        for node, kids in enumerate(children):
+            if kids:
+                texts[node] = edges[node][0]
+                edges[node] = ["yes", "no"]
+    else:
+        # Sibling intervals would collide on the edges: each child shows its own.
+        texts = [t.replace(" (proba [", "\nproba [").replace("])", "]") for t in texts]
+        for node, kids in enumerate(children):
+            for child, label in zip(kids, edges[node], strict=True):
+                texts[child] = f"{label}\n{texts[child]}"
+            edges[node] = [""] * len(kids)
+    # One term per line keeps wide equations readable inside a node box.
+    texts = [t.replace(" + ", "\n+ ").replace(" - ", "\n- ") for t in texts]
+    if ax is None:
+        ax = plt.gca()
+    x, depth, n_leaves = _layout(children)
+    max_depth = int(depth.max())
+    auto_size = fontsize is None
+    if auto_size:
+        fontsize = float(np.clip(16.0 - 1.2 * n_leaves, 6.0, 10.0))
+    ax.set_axis_off()
+    ax.set_xlim(-0.6, n_leaves - 0.4)
+    ax.set_ylim(-max_depth - 0.3, 0.3)
+    artists = []
+    for node, kids in enumerate(children):
+        middle = (len(kids) - 1) / 2
+        for i, (child, edge) in enumerate(zip(kids, edges[node], strict=True)):
+            ax.plot([x[node], x[child]], [-depth[node], -depth[child]],
+                    color="0.5", linewidth=1.0, zorder=1)
+            if not edge:
+                continue
+            # Binary labels grow away from their sibling's; interval labels sit
+            # near their child, where siblings are furthest apart.
+            if binary:
+                ha, f = ("right" if i < middle else "left"), 0.5
+            else:
+                ha, f = "center", 0.7
+            artists.append(ax.text(
+                (1 - f) * x[node] + f * x[child], -((1 - f) * depth[node] + f * depth[child]),
+                edge, ha=ha, va="center", fontsize=fontsize * 0.8, zorder=3,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                      "alpha": 0.9}))
+    for node, text in enumerate(texts):
+        if show_samples:
+            text += f"\nsamples = {int(n_samples[node])}"
+        face = "#e5f0fa" if is_leaf[node] else "#f7f7f7"
+        artists.append(ax.text(
+            x[node], -depth[node], text, ha="center",
+            va="top" if is_leaf[node] else "center", fontsize=fontsize, zorder=4,
+            bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": "0.3"}))
+    _fit_limits(ax, artists)
+    if auto_size:
+        _shrink_to_fit(ax, artists, [a for a, leaf in zip(artists[-len(texts):], is_leaf,
+                                                         strict=True) if leaf])
+    return ax
+
+
+def _shrink_to_fit(ax, artists, leaf_boxes):
+    """Scale the font down until neighbouring leaf boxes no longer overlap."""
+    renderer = ax.figure.canvas.get_renderer()
+    widest = max(b.get_window_extent(renderer=renderer).width for b in leaf_boxes)
+    x0, x1 = ax.transData.transform([(0.0, 0.0), (1.0, 0.0)])[:, 0]
+    spacing = abs(x1 - x0)  # one leaf slot, in pixels
+    if widest > 0.95 * spacing:
+        scale = 0.95 * spacing / widest
+        for artist in artists:
+            artist.set_fontsize(max(4.0, artist.get_fontsize() * scale))
+
+
+def _fit_limits(ax, artists):
+    """Widen the axes' limits until every text box lies inside them."""
+    figure = ax.figure
+    for _ in range(3):  # the data/point ratio changes with the limits: iterate
+        renderer = figure.canvas.get_renderer()
+        boxes = [a.get_window_extent(renderer=renderer) for a in artists]
+        inverse = ax.transData.inverted()
+        lo = inverse.transform((min(b.x0 for b in boxes), min(b.y0 for b in boxes)))
+        hi = inverse.transform((max(b.x1 for b in boxes), max(b.y1 for b in boxes)))
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        new = (min(x0, lo[0]), max(x1, hi[0]), min(y0, lo[1]), max(y1, hi[1]))
+        if np.allclose(new, (x0, x1, y0, y1)):
+            break
+        ax.set_xlim(new[0], new[1])
+        ax.set_ylim(new[2], new[3])
+
+
+def _resolve_feature(spec, names):
+    if isinstance(spec, str):
+        if spec not in names:
+            raise ValueError(f"unknown feature {spec!r}; known: {', '.join(names)}")
+        return names.index(spec)
+    if isinstance(spec, bool) or not isinstance(spec, numbers.Integral):
+        raise TypeError(f"features must be column indices or names, got {spec!r}")
+    if not 0 <= spec < len(names):
+        raise ValueError(f"feature index {spec} out of range for {len(names)} features")
+    return int(spec)
+
+
+def _binary_regions(tree, features, fixed, box):
+    """Leaf boxes of a binary tree in the plane (or line) of ``features``.
+
+    Splits on the plotted features cut the current box; splits on any other
+    column are resolved with that column's fixed value.
+    """
+    regions, splits = [], []
+    stack = [(0, [list(b) for b in box])]
+    while stack:
+        node, bounds = stack.pop()
+        left = tree.children_left[node]
+        if left < 0:
+            regions.append((node, bounds))
+            continue
+        f, t = int(tree.feature[node]), float(tree.threshold[node])
+        right = tree.children_right[node]
+        if f in features:
+            axis = features.index(f)
+            lo, hi = bounds[axis]
+            if t < lo:
+                stack.append((right, bounds))
+            elif t >= hi:
+                stack.append((left, bounds))
+            else:
+                splits.append((axis, t, [list(b) for b in bounds]))
+                lb = [list(b) for b in bounds]
+                rb = [list(b) for b in bounds]
+                lb[axis][1] = t
+                rb[axis][0] = t
+                stack.append((right, rb))
+                stack.append((left, lb))
+        else:
+            stack.append((left if fixed[f] <= t else right, bounds))
+    return regions, splits
+
+
+def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution=200,
+                   feature_names=None):
+    """Draw the fitted piecewise model over the data for one or two features.
+
+    With one feature: the data as a scatter plot and each leaf's model as a
+    line segment over its interval. With two features: the fitted surface as a
+    colour map, the leaf rectangles outlined with their ids, and the data on
+    top, coloured by target with the same scale. Columns that are not plotted
+    are held at their median over ``X`` (the plot is a slice of the model).
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        A CLARITree-family estimator (leaf boundaries are drawn exactly), or any
+        fitted clarytree estimator with ``predict`` (MBNDT classifiers show the
+        probability of the last class).
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Data to draw, usually the training data.
+    y : array-like of shape (n_samples,), optional
+        Target of ``X``; omitted, only the model is drawn (plus the rows'
+        positions in 2-D).
+    features : int, str or sequence of one or two of them, optional
+        Columns to plot. Defaults to all columns when the model has one or two,
+        else to its regression features when there are one or two of them.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; defaults to the current axes.
+    grid_resolution : int, default=200
+        Grid points per plotted axis.
+    feature_names : sequence of str, optional
+        Names of the input columns (see :func:`export_text`).
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        The axes drawn into.
+    """
+    import matplotlib.pyplot as plt
+
+    family = _family(estimator)
+    names = _feature_names(estimator, feature_names)
+    is_frame = hasattr(X, "iloc") and hasattr(X, "columns")
+    X_arr = np.asarray(X.to_numpy() if is_frame else X, dtype=np.float64)
+    if X_arr.ndim != 2 or X_arr.shape[1] != len(names):
+        raise ValueError(f"X must have shape (n_samples, {len(names)}), got {X_arr.shape}")
+    if X_arr.shape[0] == 0:
+        raise ValueError("X has no rows")
+    if isinstance(grid_resolution, bool) or not isinstance(grid_resolution, numbers.Integral) \
+            or grid_resolution < 2:
+        raise ValueError(f"grid_resolution must be an int >= 2, got {grid_resolution!r}")
+    target_name = str(getattr(y, "name", None) or "y")
+    if y is not None:
+        y = np.asarray(y, dtype=np.float64).ravel()
+        if y.shape[0] != X_arr.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {X_arr.shape[0]} rows")
+
+    if features is None:
+        reg = np.asarray(getattr(estimator, "regression_features_", []))
+        if len(names) <= 2:
+            features = list(range(len(names)))
+        elif 1 <= reg.size <= 2:
+            features = [int(j) for j in reg]
+        else:
+            raise ValueError("the model has more than two features: pass features= "
+                             "(one or two columns) to choose the slice to draw")
+    elif isinstance(features, (str, numbers.Integral)):
+        features = [features]
+    features = [_resolve_feature(f, names) for f in features]
+    if not 1 <= len(features) <= 2 or len(set(features)) != len(features):
+        raise ValueError("features must name one or two distinct columns")
+
+    fixed = np.median(X_arr, axis=0)
+    lo, hi = X_arr[:, features].min(axis=0), X_arr[:, features].max(axis=0)
+    pad = np.where(hi > lo, 0.02 * (hi - lo), 0.5)
+    lo, hi = lo - pad, hi + pad
+
+    def model_values(points):
+        grid = np.tile(fixed, (points.shape[0], 1))
+        grid[:, features] = points
+        if is_frame:
+            grid = X.iloc[:0].__class__(grid, columns=X.columns)
+        if hasattr(estimator, "predict_proba"):
+            return estimator.predict_proba(grid)[:, -1]
+        return estimator.predict(grid)
+
+    if ax is None:
+        ax = plt.gca()
+    axes_names = [names[f] for f in features]
+    if len(features) == 1:
+        if y is not None:
+            ax.scatter(X_arr[:, features[0]], y, s=10, color="0.6", alpha=0.6,
+                       label="data", zorder=1)
+        if family == "binary":
+            regions, splits = _binary_regions(estimator.tree_, features, fixed,
+                                              [(lo[0], hi[0])])
+            tree = estimator.tree_
+            for k, (leaf, bounds) in enumerate(sorted(regions, key=lambda r: r[1][0][0])):
+                xs = np.linspace(bounds[0][0], bounds[0][1], max(2, grid_resolution // 10))
+                # The leaf's own equation: evaluating the model would send the
+                # segment's end point on the threshold to the left leaf.
+                points = np.tile(fixed, (xs.shape[0], 1))
+                points[:, features[0]] = xs
+                values = tree.intercept[leaf] + points @ tree.coef[leaf]
+                ax.plot(xs, values, linewidth=2.0, zorder=3, color=plt.cm.tab10(k % 10),
+                        label=f"leaf {leaf}")
+            for _, t, _ in splits:
+                ax.axvline(t, color="0.3", linestyle=":", linewidth=1.0, zorder=2)
+        else:
+            xs = np.linspace(lo[0], hi[0], grid_resolution)
+            ax.plot(xs, model_values(xs[:, None]), linewidth=2.0, label="model", zorder=3)
+        ax.set_xlabel(axes_names[0])
+        ax.set_ylabel("prediction" if y is None else target_name)
+        ax.legend(loc="best", fontsize="small")
+        return ax
+
+    gx = np.linspace(lo[0], hi[0], grid_resolution)
+    gy = np.linspace(lo[1], hi[1], grid_resolution)
+    mx, my = np.meshgrid(gx, gy)
+    values = model_values(np.column_stack([mx.ravel(), my.ravel()])).reshape(mx.shape)
+    vmin, vmax = values.min(), values.max()
+    if y is not None:
+        vmin, vmax = min(vmin, y.min()), max(vmax, y.max())
+    mesh = ax.pcolormesh(mx, my, values, shading="auto", cmap="viridis", vmin=vmin,
+                         vmax=vmax, zorder=1)
+    classes = getattr(estimator, "classes_", None)
+    label = "prediction" if classes is None else f"P(class {classes[-1]})"
+    plt.colorbar(mesh, ax=ax, label=label)
+    if y is not None:
+        ax.scatter(X_arr[:, features[0]], X_arr[:, features[1]], c=y, cmap="viridis",
+                   vmin=vmin, vmax=vmax, s=12, edgecolors="k", linewidths=0.3, zorder=3)
+    else:
+        ax.scatter(X_arr[:, features[0]], X_arr[:, features[1]], s=6, color="k", zorder=3)
+    if family == "binary":
+        regions, splits = _binary_regions(estimator.tree_, features, fixed,
+                                          [(lo[0], hi[0]), (lo[1], hi[1])])
+        for axis, t, bounds in splits:
+            if axis == 0:
+                ax.plot([t, t], bounds[1], color="w", linewidth=1.5, zorder=2)
+            else:
+                ax.plot(bounds[0], [t, t], color="w", linewidth=1.5, zorder=2)
+        for leaf, bounds in regions:
+            ax.text(np.mean(bounds[0]), np.mean(bounds[1]), str(leaf), color="w",
+                    ha="center", va="center", fontsize=9, fontweight="bold", zorder=4)
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
+    ax.set_xlabel(axes_names[0])
+    ax.set_ylabel(axes_names[1])
+    return ax

@@ -1,0 +1,438 @@
+"""Rank-one Cholesky kernels for ridge regression on streaming rows.
+
+The hot routines are ``cdef ... noexcept nogil`` functions on raw pointers
+(declared in ``_linalg.pxd``); the ``CholeskyState`` class and the small
+functions at the bottom are thin Python wrappers used by the tests and the
+benchmarks.
+
+Conventions
+-----------
+``R`` is the upper-triangular Cholesky factor of ``A = R^T R`` stored
+row-major, ``z = R^{-T} b`` is the transformed right-hand side.  Updates follow
+LINPACK ``dchud`` (Givens rotations that fold the new row into ``R``) and
+downdates follow LINPACK ``dchdd`` (hyperbolic-free rotations generated from
+``a = R^{-T} x``), both in O(p^2).
+"""
+
+import numpy as np
+
+from libc.math cimport sqrt, fabs, hypot, isfinite
+from libc.string cimport memcpy
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+
+cdef int chol_update(double* R, double* z, const double* x, double y,
+                     double* work, Py_ssize_t p) noexcept nogil:
+    """Fold the row ``(x, y)`` into ``R`` and ``z``: A <- A + x x^T.
+
+    ``work`` holds ``p`` doubles.  Returns 0, or 1 if the result is not
+    finite (the caller then refactors from the raw sums).
+    """
+    cdef Py_ssize_t j, col
+    cdef double r, c, s, t, rjj
+    cdef double* v = work
+    cdef double* row
+    memcpy(v, x, p * sizeof(double))
+    for j in range(p):
+        row = R + j * p
+        rjj = row[j]
+        r = hypot(rjj, v[j])
+        if r == 0.0:
+            # Both entries vanish: nothing to rotate in this column.
+            continue
+        c = rjj / r
+        s = v[j] / r
+        row[j] = r
+        for col in range(j + 1, p):
+            t = c * row[col] + s * v[col]
+            v[col] = c * v[col] - s * row[col]
+            row[col] = t
+        t = c * z[j] + s * y
+        y = c * y - s * z[j]
+        z[j] = t
+    if not isfinite(R[p * p - 1]):
+        return 1
+    return 0
+
+
+cdef int chol_downdate(double* R, double* z, const double* x, double y,
+                       double* work, Py_ssize_t p, double tol) noexcept nogil:
+    """Remove the row ``(x, y)`` from ``R`` and ``z``: A <- A - x x^T.
+
+    First solves ``R^T a = x``; the result stays positive definite iff
+    ``||a|| < 1``.  When ``1 - ||a||^2 <= tol`` (or is not finite) the factor
+    is left untouched and 1 is returned, so the caller can refactor from
+    scratch.  ``work`` holds ``4 p`` doubles.
+    """
+    cdef Py_ssize_t i, col
+    cdef double* a = work
+    cdef double* c = work + p
+    cdef double* s = work + 2 * p
+    cdef double* v = work + 3 * p
+    cdef double alpha, alpha0, scale, aa, bb, nrm, t, zeta, atz
+    cdef double* row
+
+    memcpy(a, x, p * sizeof(double))
+    solve_rt(R, a, p)
+    alpha = 1.0 - sum_squares(a, p)
+    if not (alpha > tol) or not isfinite(alpha):
+        return 1
+    alpha = sqrt(alpha)
+    alpha0 = alpha
+
+    # The last row of the rotation product Q is [a; alpha0], so the extra
+    # right-hand side entry zeta is chosen to reproduce y after rotation.
+    atz = 0.0
+    for i in range(p):
+        atz += a[i] * z[i]
+    zeta = (y - atz) / alpha0
+
+    for i in range(p - 1, -1, -1):
+        scale = alpha + fabs(a[i])
+        aa = alpha / scale
+        bb = a[i] / scale
+        nrm = sqrt(aa * aa + bb * bb)
+        c[i] = aa / nrm
+        s[i] = bb / nrm
+        alpha = scale * nrm
+
+    for col in range(p):
+        v[col] = 0.0
+    for i in range(p - 1, -1, -1):
+        row = R + i * p
+        for col in range(i, p):
+            t = c[i] * row[col] - s[i] * v[col]
+            v[col] = c[i] * v[col] + s[i] * row[col]
+            row[col] = t
+        t = c[i] * z[i] - s[i] * zeta
+        zeta = c[i] * zeta + s[i] * z[i]
+        z[i] = t
+    return 0
+
+
+cdef int chol_factor(double* A, Py_ssize_t p) noexcept nogil:
+    """Overwrite the upper triangle of row-major ``A`` with ``R``, A = R^T R.
+
+    Right-looking so the inner loop runs along contiguous rows.  The strict
+    lower triangle is zeroed.  Returns 0, or ``j + 1`` when the ``j``-th pivot
+    is not positive (A not numerically positive definite).
+    """
+    cdef Py_ssize_t i, j, col
+    cdef double d, rij
+    cdef double* rowi
+    cdef double* rowj
+    for i in range(p):
+        rowi = A + i * p
+        d = rowi[i]
+        if not (d > 0.0) or not isfinite(d):
+            return <int>(i + 1)
+        d = sqrt(d)
+        rowi[i] = d
+        for col in range(i + 1, p):
+            rowi[col] /= d
+        for j in range(i + 1, p):
+            rij = rowi[j]
+            rowj = A + j * p
+            for col in range(j, p):
+                rowj[col] -= rij * rowi[col]
+        for col in range(i):
+            rowi[col] = 0.0
+    return 0
+
+
+cdef void solve_rt(const double* R, double* v, Py_ssize_t p) noexcept nogil:
+    """In place ``v <- R^{-T} v`` (forward substitution, row sweeps)."""
+    cdef Py_ssize_t i, col
+    cdef double vi
+    cdef const double* row
+    for i in range(p):
+        row = R + i * p
+        vi = v[i] / row[i]
+        v[i] = vi
+        for col in range(i + 1, p):
+            v[col] -= row[col] * vi
+
+
+cdef void solve_r(const double* R, double* v, Py_ssize_t p) noexcept nogil:
+    """In place ``v <- R^{-1} v`` (back substitution)."""
+    cdef Py_ssize_t i, col
+    cdef double acc
+    cdef const double* row
+    for i in range(p - 1, -1, -1):
+        row = R + i * p
+        acc = v[i]
+        for col in range(i + 1, p):
+            acc -= row[col] * v[col]
+        v[i] = acc / row[i]
+
+
+cdef double sum_squares(const double* v, Py_ssize_t p) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double acc = 0.0
+    for i in range(p):
+        acc += v[i] * v[i]
+    return acc
+
+
+cdef Py_ssize_t packed_size(Py_ssize_t q) noexcept nogil:
+    """Entries of a packed (row-major upper) symmetric q x q matrix."""
+    return q * (q + 1) // 2
+
+
+cdef void packed_add_outer(double* acc, const double* w, double scale,
+                           Py_ssize_t q) noexcept nogil:
+    """``acc += scale * w w^T`` on the packed upper triangle.
+
+    With ``w = [z, y]`` (q = p + 1) one packed vector carries the Gram matrix
+    Z^T Z (its (0, 0) entry is the row count, as z_0 = 1), the moments Z^T y
+    in the last column and sum(y^2) in the last entry.
+    """
+    cdef Py_ssize_t i, col, k = 0
+    cdef double wi
+    for i in range(q):
+        wi = scale * w[i]
+        for col in range(i, q):
+            acc[k + col - i] += wi * w[col]
+        k += q - i
+
+
+cdef inline void _unpack_system(const double* acc, const double* ridge,
+                                double* R, double* rhs,
+                                Py_ssize_t p) noexcept nogil:
+    # Rows of the packed (p + 1) x (p + 1) matrix: the first p entries of
+    # row i (from column i) go to A, the last one to the right-hand side.
+    cdef Py_ssize_t i, col, k = 0, q = p + 1
+    for i in range(p):
+        for col in range(i, p):
+            R[i * p + col] = acc[k + col - i]
+        R[i * p + i] += ridge[i]
+        rhs[i] = acc[k + p - i]
+        k += q - i
+
+
+cdef double packed_ridge_loss(const double* acc, const double* ridge,
+                              double* R, double* z, Py_ssize_t p,
+                              int* info) noexcept nogil:
+    """Ridge loss ``sum(y^2) - ||R^{-T} Z^T y||^2`` from packed sums.
+
+    ``ridge`` is the diagonal of Lambda; ``R`` (p*p) and ``z`` (p) are
+    scratch.  ``info`` is set to the factorization status.
+    """
+    cdef Py_ssize_t q = p + 1
+    _unpack_system(acc, ridge, R, z, p)
+    info[0] = chol_factor(R, p)
+    if info[0] != 0:
+        return 0.0
+    solve_rt(R, z, p)
+    return acc[packed_size(q) - 1] - sum_squares(z, p)
+
+
+cdef void packed_ridge_coef(const double* acc, const double* ridge,
+                            double* R, double* beta, Py_ssize_t p,
+                            int* info) noexcept nogil:
+    """Ridge coefficients ``A^{-1} b`` from packed sums (see above)."""
+    _unpack_system(acc, ridge, R, beta, p)
+    info[0] = chol_factor(R, p)
+    if info[0] != 0:
+        return
+    solve_rt(R, beta, p)
+    solve_r(R, beta, p)
+
+
+# ---------------------------------------------------------------------------
+# Python wrappers (private): used by tests, benchmarks and the demo.
+# ---------------------------------------------------------------------------
+
+cdef class CholeskyState:
+    """Factorized ridge system ``A = Z^T Z + diag(ridge)`` fed row by row.
+
+    Parameters
+    ----------
+    ridge : array-like of shape (p,)
+        Diagonal of Lambda; all entries must be positive (use a tiny floor
+        such as 1e-12 for an unpenalized intercept).
+
+    Attributes
+    ----------
+    factor : ndarray of shape (p, p)
+        Upper-triangular ``R`` with ``A = R^T R``.
+    z : ndarray of shape (p,)
+        ``R^{-T} Z^T y``.
+    sum_y2 : float
+        Running sum of squared targets.
+    n_rows : int
+        Rows currently in the system.
+    """
+
+    cdef public cnp.ndarray factor
+    cdef public cnp.ndarray z
+    cdef public double sum_y2
+    cdef public Py_ssize_t n_rows
+    cdef cnp.ndarray _work
+    cdef readonly Py_ssize_t p
+
+    def __init__(self, ridge):
+        ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+        ridge = _check_ridge(ridge, None)
+        self.p = ridge.shape[0]
+        self.factor = np.diag(np.sqrt(ridge))
+        self.z = np.zeros(self.p)
+        self.sum_y2 = 0.0
+        self.n_rows = 0
+        self._work = np.empty(4 * self.p)
+
+    def _check_row(self, x, y):
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if x.shape != (self.p,):
+            raise ValueError(f"x must have shape ({self.p},), got {x.shape}")
+        # Checked before touching the factor: a NaN would corrupt it for good.
+        if not (np.all(np.isfinite(x)) and np.isfinite(y)):
+            raise ValueError("x and y must be finite")
+        return x
+
+    def update(self, x, double y):
+        """Add the row ``(x, y)``; O(p^2)."""
+        x = self._check_row(x, y)
+        cdef double[:, ::1] R = self.factor
+        cdef double[::1] z = self.z
+        cdef double[::1] xv = x
+        cdef double[::1] work = self._work
+        cdef int info
+        with nogil:
+            info = chol_update(&R[0, 0], &z[0], &xv[0], y, &work[0], self.p)
+        if info != 0:
+            raise FloatingPointError("rank-one update produced non-finite values")
+        self.sum_y2 += y * y
+        self.n_rows += 1
+
+    def downdate(self, x, double y, double tol=0.0):
+        """Remove the row ``(x, y)``; O(p^2).
+
+        Returns
+        -------
+        ok : bool
+            False when the downdated matrix would not be positive definite
+            (``||R^{-T} x||^2 >= 1 - tol``); the state is then unchanged.
+        """
+        x = self._check_row(x, y)
+        cdef double[:, ::1] R = self.factor
+        cdef double[::1] z = self.z
+        cdef double[::1] xv = x
+        cdef double[::1] work = self._work
+        cdef int info
+        with nogil:
+            info = chol_downdate(&R[0, 0], &z[0], &xv[0], y, &work[0],
+                                 self.p, tol)
+        if info != 0:
+            return False
+        self.sum_y2 -= y * y
+        self.n_rows -= 1
+        return True
+
+    def refactor(self, Z, y, ridge):
+        """Replace the state by a fresh factorization of ``Z^T Z + diag(ridge)``."""
+        Z = np.ascontiguousarray(Z, dtype=np.float64).reshape(-1, self.p)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        ridge = _check_ridge(ridge, self.p)
+        R, info = cholesky_factor(Z.T @ Z + np.diag(ridge))
+        if info != 0:
+            raise np.linalg.LinAlgError(f"matrix is not positive definite (pivot {info})")
+        self.factor = R
+        self.z = solve_triangular_rt(R, Z.T @ y)
+        self.sum_y2 = float(y @ y)
+        self.n_rows = Z.shape[0]
+
+    def loss(self):
+        """Minimum of ``||y - Z beta||^2 + beta^T Lambda beta`` over beta."""
+        return self.sum_y2 - float(self.z @ self.z)
+
+    def coef(self):
+        """Ridge coefficients ``A^{-1} Z^T y``."""
+        beta = self.z.copy()
+        cdef double[:, ::1] R = self.factor
+        cdef double[::1] b = beta
+        solve_r(&R[0, 0], &b[0], self.p)
+        return beta
+
+
+def _check_ridge(ridge, p):
+    ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    if ridge.ndim != 1 or ridge.shape[0] < 1 or (p is not None and ridge.shape[0] != p):
+        raise ValueError("ridge must be a non-empty 1-d array with one entry per column")
+    if not np.all(np.isfinite(ridge)) or np.any(ridge <= 0):
+        raise ValueError("ridge entries must be finite and positive")
+    return ridge
+
+
+def cholesky_factor(A):
+    """Upper-triangular ``R`` with ``A = R^T R`` (fresh factorization).
+
+    Returns
+    -------
+    R : ndarray of shape (p, p)
+    info : int
+        0 on success, ``j + 1`` if pivot ``j`` was not positive.
+    """
+    R = np.array(A, dtype=np.float64, order="C", copy=True)
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] == 0:
+        raise ValueError("A must be a non-empty square matrix")
+    cdef double[:, ::1] Rv = R
+    cdef int info
+    with nogil:
+        info = chol_factor(&Rv[0, 0], Rv.shape[0])
+    return R, int(info)
+
+
+def solve_triangular_rt(R, b):
+    """Solve ``R^T v = b`` for upper-triangular ``R``."""
+    R = np.ascontiguousarray(R, dtype=np.float64)
+    v = np.array(b, dtype=np.float64, copy=True)
+    # The kernel runs without bounds checks: a mismatch would read and write
+    # out of bounds.
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] == 0 or v.shape != (R.shape[0],):
+        raise ValueError(f"need square R (p, p) and b (p,), got {R.shape} and {v.shape}")
+    cdef double[:, ::1] Rv = R
+    cdef double[::1] vv = v
+    solve_rt(&Rv[0, 0], &vv[0], Rv.shape[0])
+    return v
+
+
+def packed_ridge(Z, y, ridge):
+    """Ridge loss and coefficients through the packed-sum (bulk) route.
+
+    Accumulates ``[z, y] [z, y]^T`` row by row into one packed vector, then
+    factorizes once.  Returns ``(loss, beta, info)``.
+    """
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    # Checked first: with boundscheck off, Z.shape[1] on a 1-d array reads
+    # past the end of the shape tuple.
+    if Z.ndim != 2 or y.ndim != 1 or ridge.ndim != 1:
+        raise ValueError("Z must be 2-d, y and ridge 1-d")
+    cdef Py_ssize_t n = Z.shape[0], p = Z.shape[1], q = p + 1, i
+    ridge = _check_ridge(ridge, p)
+    if y.shape[0] != n:
+        raise ValueError("inconsistent shapes")
+    W = np.empty((n, q))
+    W[:, :p] = Z
+    W[:, p] = y
+    acc = np.zeros(packed_size(q))
+    R = np.empty((p, p))
+    beta = np.empty(p)
+    zbuf = np.empty(p)
+    cdef double[:, ::1] Wv = W
+    cdef double[::1] accv = acc, rv = ridge, bv = beta, zv = zbuf
+    cdef double[:, ::1] Rv = R
+    cdef int info = 0
+    cdef double loss
+    with nogil:
+        for i in range(n):
+            packed_add_outer(&accv[0], &Wv[i, 0], 1.0, q)
+        loss = packed_ridge_loss(&accv[0], &rv[0], &Rv[0, 0], &zv[0], p, &info)
+        if info == 0:
+            packed_ridge_coef(&accv[0], &rv[0], &Rv[0, 0], &bv[0], p, &info)
+    return loss, beta, int(info)

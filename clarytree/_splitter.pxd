@@ -1,0 +1,85 @@
+# Split search.
+#
+# A node is a segment [start, end) of the row orders.  Features with few
+# threshold bins ("histogram features") are searched from per-bin packed
+# sums built in one pass over the node's rows (a sibling's histogram is the
+# parent's minus the other child's).  Features with many bins are swept in
+# sorted order: order[f] keeps every node's segment sorted by feature f, and
+# partitioning is stable so children stay sorted without re-sorting.
+
+from ._criterion cimport Criterion
+
+
+cdef struct SplitRecord:
+    Py_ssize_t feature
+    Py_ssize_t bin              # threshold index: rows with bin <= this go left
+    Py_ssize_t n_left
+    double score                # left leaf loss + right leaf loss
+
+
+cdef struct Candidate:
+    Py_ssize_t feature
+    Py_ssize_t bin
+    Py_ssize_t n_left
+    unsigned long long key      # hash of the left row set (same partition -> same key)
+    Py_ssize_t position         # enumeration order (feature, then threshold)
+    bint duplicate              # an earlier candidate induces the same partition
+
+
+cdef class Splitter:
+    cdef readonly Py_ssize_t n_samples
+    cdef readonly Py_ssize_t n_features
+    cdef const int[:, ::1] bins         # (n_samples, n_features) threshold bins
+    cdef int[:, ::1] order              # (n_features, n_samples) sorted rows
+    cdef const int[::1] n_bins          # bins per feature (thresholds + 1)
+    cdef Py_ssize_t min_samples_leaf
+    cdef Criterion criterion
+    cdef readonly int route             # 0 auto, 1 bulk sweep, 2 incremental sweep
+    cdef readonly Py_ssize_t n_stats
+
+    # histogram layout: feature f owns bins [hist_offset[f], + n_bins[f])
+    cdef Py_ssize_t[::1] hist_offset    # -1 for swept features
+    cdef readonly Py_ssize_t hist_size  # total histogram bins
+    cdef readonly Py_ssize_t n_swept    # features searched by sorted sweeps
+    cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
+
+    cdef int[::1] tmp                   # partition buffer
+    cdef Py_ssize_t[::1] bin_counts     # counting-sort buffer
+    cdef unsigned char[::1] goes_left
+    cdef double[::1] acc_left, acc_right, row_stats
+    cdef double[::1] best_left          # packed sums of the best split's left child
+    cdef public unsigned long long n_bulk_sweeps, n_incremental_sweeps
+
+    cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil
+    cdef void clear_stats(self, double* total, double* hist,
+                          unsigned long long* keys) noexcept nogil
+    cdef void add_stats(self, const int* rows, Py_ssize_t n_rows, double* total,
+                        double* hist, unsigned long long* keys) noexcept nogil
+    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
+                         double* hist, unsigned long long* keys) noexcept nogil
+    cdef void sort_by_bin(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t feature,
+                          int* out) noexcept nogil
+    cdef void subtract_stats(self, const double* parent_total,
+                             const double* parent_hist,
+                             const unsigned long long* parent_keys,
+                             const double* child_total, const double* child_hist,
+                             const unsigned long long* child_keys,
+                             double* out_total, double* out_hist,
+                             unsigned long long* out_keys) noexcept nogil
+    cdef bint _consider(self, const double* total, const double* left,
+                        Py_ssize_t f, Py_ssize_t b, Py_ssize_t n_left,
+                        SplitRecord* best) noexcept nogil
+    cdef bint best_split(self, Py_ssize_t start, Py_ssize_t end,
+                         const double* total, const double* hist,
+                         SplitRecord* best) noexcept nogil
+    cdef Py_ssize_t candidates(self, Py_ssize_t start, Py_ssize_t end,
+                               const double* hist,
+                               const unsigned long long* keys,
+                               Candidate* out) noexcept nogil
+    cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil
+    cdef Py_ssize_t partition(self, Py_ssize_t start, Py_ssize_t end,
+                              Py_ssize_t feature, Py_ssize_t bin) noexcept nogil
+    cdef void save(self, Py_ssize_t start, Py_ssize_t end,
+                   int* buffer) noexcept nogil
+    cdef void restore(self, Py_ssize_t start, Py_ssize_t end,
+                      const int* buffer) noexcept nogil

@@ -1,0 +1,413 @@
+"""Split search: histogram scans and sorted threshold sweeps, partitioning."""
+
+import numpy as np
+
+from libc.math cimport INFINITY
+from libc.stdlib cimport qsort
+from libc.string cimport memcpy, memset
+
+from ._criterion cimport Criterion
+from ._splitter cimport SplitRecord, Candidate
+
+
+cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
+    # splitmix64 finalizer: a fixed pseudo-random 64-bit key per row, so the
+    # sum of keys identifies a row set with negligible collision probability.
+    cdef unsigned long long x = <unsigned long long>row + 0x9E3779B97F4A7C15ULL
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL
+    return x ^ (x >> 31)
+
+
+cdef int _cmp_candidates(const void* a, const void* b) noexcept nogil:
+    cdef const Candidate* ca = <const Candidate*>a
+    cdef const Candidate* cb = <const Candidate*>b
+    if ca.n_left != cb.n_left:
+        return -1 if ca.n_left < cb.n_left else 1
+    if ca.key != cb.key:
+        return -1 if ca.key < cb.key else 1
+    if ca.position != cb.position:
+        return -1 if ca.position < cb.position else 1
+    return 0
+
+
+cdef int _cmp_position(const void* a, const void* b) noexcept nogil:
+    cdef Py_ssize_t pa = (<const Candidate*>a).position
+    cdef Py_ssize_t pb = (<const Candidate*>b).position
+    return -1 if pa < pb else (1 if pa > pb else 0)
+
+
+cdef class Splitter:
+    """Finds splits of a node and partitions its rows.
+
+    Parameters
+    ----------
+    bins : ndarray of shape (n_samples, n_features), int32
+        ``bins[i, f]`` is the number of pool thresholds of feature ``f``
+        strictly below ``X[i, f]``; so ``X[i, f] <= t_j`` iff ``bins[i, f] <= j``.
+    order : ndarray of shape (n_features, n_samples), int32
+        Row indices sorted by each feature (modified in place while building).
+    n_bins : ndarray of shape (n_features,), int32
+        Number of bins of each feature (its thresholds + 1).
+    min_samples_leaf : int
+    criterion : Criterion
+    max_hist_bins : int, default=256
+        Features with at most this many bins are searched from histograms;
+        the others by sorted sweeps.  0 sweeps every feature.
+    route : {0, 1, 2}, default=0
+        Sorted sweeps: 0 picks the cheaper of per-threshold factorizations
+        (bulk) and rank-one updates (incremental) per node and feature;
+        1 forces bulk, 2 forces incremental.
+    """
+
+    def __init__(self, const int[:, ::1] bins, int[:, ::1] order,
+                 const int[::1] n_bins, Py_ssize_t min_samples_leaf,
+                 Criterion criterion, Py_ssize_t max_hist_bins=256,
+                 int route=0):
+        cdef Py_ssize_t f, offset = 0
+        if route not in (0, 1, 2):
+            raise ValueError("route must be 0, 1 or 2")
+        self.n_samples = bins.shape[0]
+        self.n_features = bins.shape[1]
+        if self.n_samples < 1 or self.n_features < 1:
+            raise ValueError("need at least one row and one feature")
+        self.bins = bins
+        self.order = order
+        self.n_bins = n_bins
+        self.min_samples_leaf = max(min_samples_leaf, 1)
+        self.criterion = criterion
+        self.route = route
+        self.n_stats = criterion.n_stats
+        self.hist_offset = np.full(self.n_features, -1, dtype=np.intp)
+        self.n_swept = 0
+        for f in range(self.n_features):
+            if n_bins[f] <= max_hist_bins:
+                self.hist_offset[f] = offset
+                offset += n_bins[f]
+            else:
+                self.n_swept += 1
+        self.hist_size = max(offset, 1)
+        # Histogram features need only the node's row set, in any order; the
+        # per-feature sorted orders are kept only when some feature is swept.
+        self.n_orders = self.n_features if self.n_swept > 0 else 1
+        self.tmp = np.empty(self.n_samples, dtype=np.int32)
+        self.bin_counts = np.empty(max(np.max(n_bins), 1), dtype=np.intp)
+        self.goes_left = np.zeros(self.n_samples, dtype=np.uint8)
+        self.acc_left = np.empty(self.n_stats)
+        self.acc_right = np.empty(self.n_stats)
+        self.row_stats = np.empty(self.n_stats)
+        self.best_left = np.zeros(self.n_stats)
+        self.n_bulk_sweeps = 0
+        self.n_incremental_sweeps = 0
+
+    cdef void clear_stats(self, double* total, double* hist,
+                          unsigned long long* keys) noexcept nogil:
+        memset(total, 0, self.n_stats * sizeof(double))
+        if self.n_swept < self.n_features:
+            memset(hist, 0, self.hist_size * self.n_stats * sizeof(double))
+            memset(keys, 0, self.hist_size * sizeof(unsigned long long))
+
+    cdef void add_stats(self, const int* rows, Py_ssize_t n_rows, double* total,
+                        double* hist, unsigned long long* keys) noexcept nogil:
+        """Add rows to packed sums and, per histogram feature, to their bins."""
+        cdef Py_ssize_t i, f, s, row, n_stats = self.n_stats
+        cdef Py_ssize_t nf = self.n_features, off
+        cdef double* u = &self.row_stats[0]
+        cdef double* h
+        cdef unsigned long long key
+        if self.n_swept == nf:
+            self.criterion.add_rows(total, rows, n_rows)
+            return
+        for i in range(n_rows):
+            row = rows[i]
+            memset(u, 0, n_stats * sizeof(double))
+            self.criterion.add_row(u, row, 1.0)
+            key = _row_key(row)
+            for s in range(n_stats):
+                total[s] += u[s]
+            for f in range(nf):
+                off = self.hist_offset[f]
+                if off < 0:
+                    continue
+                off += self.bins[row, f]
+                keys[off] += key
+                h = hist + off * n_stats
+                for s in range(n_stats):
+                    h[s] += u[s]
+
+    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
+                         double* hist, unsigned long long* keys) noexcept nogil:
+        """Packed sums of the node and, per histogram feature, of each bin."""
+        self.clear_stats(total, hist, keys)
+        self.add_stats(&self.order[0, start], end - start, total, hist, keys)
+
+    cdef void sort_by_bin(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t feature,
+                          int* out) noexcept nogil:
+        """Counting sort of the node's rows by their bin of ``feature``."""
+        cdef Py_ssize_t i, b, acc = 0, nb = self.n_bins[feature], row
+        cdef Py_ssize_t* counts = &self.bin_counts[0]
+        cdef const int* rows = &self.order[0, start]
+        for b in range(nb):
+            counts[b] = 0
+        for i in range(end - start):
+            counts[self.bins[rows[i], feature]] += 1
+        for b in range(nb):
+            acc, counts[b] = acc + counts[b], acc
+        for i in range(end - start):
+            row = rows[i]
+            b = self.bins[row, feature]
+            out[counts[b]] = <int>row
+            counts[b] += 1
+
+    cdef void subtract_stats(self, const double* parent_total,
+                             const double* parent_hist,
+                             const unsigned long long* parent_keys,
+                             const double* child_total, const double* child_hist,
+                             const unsigned long long* child_keys,
+                             double* out_total, double* out_hist,
+                             unsigned long long* out_keys) noexcept nogil:
+        """Sibling statistics: parent minus the child computed from rows."""
+        cdef Py_ssize_t i, n_stats = self.n_stats
+        for i in range(n_stats):
+            out_total[i] = parent_total[i] - child_total[i]
+        if self.n_swept == self.n_features:
+            return
+        for i in range(self.hist_size * n_stats):
+            out_hist[i] = parent_hist[i] - child_hist[i]
+        for i in range(self.hist_size):
+            out_keys[i] = parent_keys[i] - child_keys[i]
+
+    cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil:
+        # Flop model of appendix A.3: the bulk route pays one factorization
+        # per distinct threshold (p^3 / 3 for both children), the incremental
+        # route ~7 p^2 per row (update + downdate + carried rhs).
+        cdef double p = self.criterion.p
+        cdef double cands, bulk, incremental
+        if self.route == 1 or not self.criterion.incremental_available():
+            return False
+        if self.route == 2:
+            return True
+        cands = min(<double>(self.n_bins[f] - 1), <double>(m - 1))
+        bulk = cands * (p * p * p / 3.0 + 2.0 * p * p)
+        incremental = 7.0 * m * p * p
+        return incremental < bulk
+
+    cdef bint _consider(self, const double* total, const double* left,
+                        Py_ssize_t f, Py_ssize_t b, Py_ssize_t n_left,
+                        SplitRecord* best) noexcept nogil:
+        cdef Py_ssize_t s
+        cdef double* right = &self.acc_right[0]
+        cdef double score
+        for s in range(self.n_stats):
+            right[s] = total[s] - left[s]
+        score = self.criterion.loss(left) + self.criterion.loss(right)
+        if score < best.score:
+            best.score = score
+            best.feature = f
+            best.bin = b
+            best.n_left = n_left
+            memcpy(&self.best_left[0], left, self.n_stats * sizeof(double))
+            return True
+        return False
+
+    cdef bint best_split(self, Py_ssize_t start, Py_ssize_t end,
+                         const double* total, const double* hist,
+                         SplitRecord* best) noexcept nogil:
+        """Best admissible split by the sum of children's leaf losses.
+
+        Features in order, thresholds ascending, strict improvement: ties go
+        to the first candidate.  Returns False when no split is admissible.
+        The best split's left packed sums are left in ``best_left``.
+        """
+        cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
+        cdef Py_ssize_t f, i, s, b, row, n_left, n_stats = self.n_stats
+        cdef Py_ssize_t nf = self.n_features, off, nb, last
+        cdef int bin_i, bin_next
+        cdef const int* rows
+        cdef const double* h
+        cdef double* left = &self.acc_left[0]
+        cdef double score
+        cdef bint incremental, found = False
+        best.score = INFINITY
+        if m < 2 * msl:
+            return False
+        for f in range(nf):
+            off = self.hist_offset[f]
+            if off >= 0:
+                # Scan bins; a threshold after bin b is a candidate when a
+                # later bin is non-empty.  Empty bins add nothing.
+                nb = self.n_bins[f]
+                last = nb - 1
+                while last >= 0 and hist[(off + last) * n_stats] == 0.0:
+                    last -= 1
+                memset(left, 0, n_stats * sizeof(double))
+                n_left = 0
+                for b in range(last):
+                    h = hist + (off + b) * n_stats
+                    if h[0] == 0.0:
+                        continue
+                    for s in range(n_stats):
+                        left[s] += h[s]
+                    n_left = <Py_ssize_t>left[0]
+                    if n_left < msl:
+                        continue
+                    if m - n_left < msl:
+                        break
+                    if self._consider(total, left, f, b, n_left, best):
+                        found = True
+                continue
+
+            rows = &self.order[f, start]
+            if self.bins[rows[0], f] == self.bins[rows[m - 1], f]:
+                continue        # constant on this node: no threshold separates
+            incremental = self._use_incremental(m, f)
+            if incremental:
+                self.criterion.sweep_start(total)
+                self.n_incremental_sweeps += 1
+            else:
+                memset(left, 0, n_stats * sizeof(double))
+                self.n_bulk_sweeps += 1
+            for i in range(m - 1):
+                row = rows[i]
+                if incremental:
+                    self.criterion.sweep_move_left(row)
+                else:
+                    self.criterion.add_row(left, row, 1.0)
+                bin_i = self.bins[row, f]
+                bin_next = self.bins[rows[i + 1], f]
+                if bin_i == bin_next:
+                    continue    # tied bin: no threshold between these rows
+                n_left = i + 1
+                if n_left < msl:
+                    continue
+                if m - n_left < msl:
+                    break
+                if incremental:
+                    score = (self.criterion.sweep_left_loss()
+                             + self.criterion.sweep_right_loss())
+                    if score < best.score:
+                        best.score = score
+                        best.feature = f
+                        best.bin = bin_i
+                        best.n_left = n_left
+                        self.criterion.sweep_left_stats(&self.best_left[0])
+                        found = True
+                elif self._consider(total, left, f, bin_i, n_left, best):
+                    found = True
+        return found
+
+    cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil:
+        cdef Py_ssize_t f, total = 0
+        for f in range(self.n_features):
+            total += min(<Py_ssize_t>self.n_bins[f] - 1, n_rows - 1)
+        return max(total, 1)
+
+    cdef Py_ssize_t candidates(self, Py_ssize_t start, Py_ssize_t end,
+                               const double* hist,
+                               const unsigned long long* keys,
+                               Candidate* out) noexcept nogil:
+        """All admissible splits in (feature, threshold) order.
+
+        A threshold is admissible when it separates the node's rows and
+        leaves at least ``min_samples_leaf`` rows on each side; among pool
+        thresholds giving the same partition only the smallest is listed.
+        Splits on different features that induce the same partition are
+        flagged ``duplicate`` (all but the first), so they are scored once.
+        """
+        cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
+        cdef Py_ssize_t f, i, b, n_left, count = 0, off, last, n_stats = self.n_stats
+        cdef const int* rows
+        cdef int bin_i
+        cdef unsigned long long key
+        if m < 2 * msl:
+            return 0
+        for f in range(self.n_features):
+            off = self.hist_offset[f]
+            key = 0
+            n_left = 0
+            if off >= 0:
+                last = self.n_bins[f] - 1
+                while last >= 0 and hist[(off + last) * n_stats] == 0.0:
+                    last -= 1
+                for b in range(last):
+                    if hist[(off + b) * n_stats] == 0.0:
+                        continue
+                    n_left += <Py_ssize_t>hist[(off + b) * n_stats]
+                    key += keys[off + b]
+                    if n_left < msl:
+                        continue
+                    if m - n_left < msl:
+                        break
+                    out[count].feature = f
+                    out[count].bin = b
+                    out[count].n_left = n_left
+                    out[count].key = key
+                    out[count].position = count
+                    out[count].duplicate = False
+                    count += 1
+                continue
+            rows = &self.order[f, start]
+            if self.bins[rows[0], f] == self.bins[rows[m - 1], f]:
+                continue
+            for i in range(m - 1):
+                key += _row_key(rows[i])
+                bin_i = self.bins[rows[i], f]
+                if bin_i == self.bins[rows[i + 1], f]:
+                    continue
+                n_left = i + 1
+                if n_left < msl:
+                    continue
+                if m - n_left < msl:
+                    break
+                out[count].feature = f
+                out[count].bin = bin_i
+                out[count].n_left = n_left
+                out[count].key = key
+                out[count].position = count
+                out[count].duplicate = False
+                count += 1
+        if count > 1:
+            qsort(out, count, sizeof(Candidate), _cmp_candidates)
+            for i in range(1, count):
+                if out[i].n_left == out[i - 1].n_left and out[i].key == out[i - 1].key:
+                    out[i].duplicate = True
+            qsort(out, count, sizeof(Candidate), _cmp_position)
+        return count
+
+    cdef Py_ssize_t partition(self, Py_ssize_t start, Py_ssize_t end,
+                              Py_ssize_t feature, Py_ssize_t bin) noexcept nogil:
+        """Stable partition of the kept orders; returns the split index."""
+        cdef Py_ssize_t g, i, row, write = 0, n_right, m = end - start
+        cdef int* seg
+        cdef int* tmp = &self.tmp[0]
+        cdef unsigned char* mask = &self.goes_left[0]
+        cdef const int* rows = &self.order[0, start]
+        for i in range(m):
+            row = rows[i]
+            mask[row] = self.bins[row, feature] <= bin
+        for g in range(self.n_orders):
+            seg = &self.order[g, start]
+            write = 0
+            n_right = 0
+            for i in range(m):
+                row = seg[i]
+                if mask[row]:
+                    seg[write] = <int>row
+                    write += 1
+                else:
+                    tmp[n_right] = <int>row
+                    n_right += 1
+            memcpy(seg + write, tmp, n_right * sizeof(int))
+        return start + write
+
+    cdef void save(self, Py_ssize_t start, Py_ssize_t end,
+                   int* buffer) noexcept nogil:
+        cdef Py_ssize_t g, m = end - start
+        for g in range(self.n_orders):
+            memcpy(buffer + g * m, &self.order[g, start], m * sizeof(int))
+
+    cdef void restore(self, Py_ssize_t start, Py_ssize_t end,
+                      const int* buffer) noexcept nogil:
+        cdef Py_ssize_t g, m = end - start
+        for g in range(self.n_orders):
+            memcpy(&self.order[g, start], buffer + g * m, m * sizeof(int))

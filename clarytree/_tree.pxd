@@ -1,0 +1,22 @@
+# The fitted tree as plain arrays (preorder; node 0 is the root).
+
+cdef class Tree:
+    cdef readonly Py_ssize_t n_features
+    cdef readonly Py_ssize_t node_count
+    cdef readonly object children_left      # intp, -1 for leaves
+    cdef readonly object children_right     # intp, -1 for leaves
+    cdef readonly object feature            # intp, -2 for leaves
+    cdef readonly object threshold          # float64, x <= threshold goes left
+    cdef readonly object n_node_samples     # intp
+    cdef readonly object node_objective     # float64, leaf loss of the node's rows
+    cdef readonly object intercept          # float64, each node's own leaf model
+    cdef readonly object coef               # float64 (node_count, n_features)
+
+    cdef const Py_ssize_t[::1] _left
+    cdef const Py_ssize_t[::1] _right
+    cdef const Py_ssize_t[::1] _feature
+    cdef const double[::1] _threshold
+    cdef const double[::1] _intercept
+    cdef const double[:, ::1] _coef
+
+    cdef void _apply(self, const double[:, ::1] X, Py_ssize_t[::1] out) noexcept nogil

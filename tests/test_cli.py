@@ -1,0 +1,231 @@
+"""End-to-end tests of the ``clarytree`` command line, run through subprocess."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clarytree.datasets import make_piecewise_linear
+
+_WORKDIR = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _empty_workdir(tmp_path_factory):
+    # ``python -m`` puts the working directory first on sys.path: run from an
+    # empty folder so that the installed package is tested, not the sources.
+    _WORKDIR["path"] = tmp_path_factory.mktemp("cwd")
+
+
+def run(*args):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env.pop("CLARYTREE_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "clarytree", *map(str, args)],
+                          capture_output=True, text=True, cwd=_WORKDIR["path"], env=env,
+                          timeout=300)
+
+
+def assert_usage_error(result, *fragments):
+    """Exit status 2 with exactly one line on stderr and no traceback."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("clarytree: error: ")
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def data_csv(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data")
+    X, y = make_piecewise_linear(n_samples=400, n_features=3, n_regimes=2, noise=0.05,
+                                 random_state=0)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["target"] = y
+    path = folder / "train.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_demo_shows_lookahead_winning():
+    result = run("demo", "--n-samples", 600)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "CholeskyTree (greedy)" in out and "CLARITree (one-step lookahead)" in out
+    assert out.count("test R2:") == 2 and out.count("fit time:") == 2
+    assert "leaf" in out and "y = " in out
+    ratio = float(out.split("(ratio ")[1].split(";")[0])
+    assert ratio > 3
+
+
+def test_fit_predict_round_trip(data_csv, tmp_path):
+    model = tmp_path / "model.joblib"
+    tree_json = tmp_path / "tree.json"
+    plot = tmp_path / "tree.png"
+    result = run("fit", data_csv, "--target", "target", "--max-depth", 2,
+                 "--out", model, "--json", tree_json, "--plot", plot)
+    assert result.returncode == 0, result.stderr
+    assert "train R2:" in result.stdout and "test R2:" in result.stdout
+    assert "a <= " in result.stdout
+    assert model.exists() and tree_json.exists()
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    preds = tmp_path / "pred.csv"
+    result = run("predict", model, data_csv, "--out", preds)
+    assert result.returncode == 0, result.stderr
+    got = pd.read_csv(preds)["prediction"].to_numpy()
+
+    import joblib
+
+    fitted = joblib.load(model)
+    frame = pd.read_csv(data_csv)
+    np.testing.assert_allclose(got, fitted.predict(frame[["a", "b", "c"]]), rtol=1e-12)
+    r2 = 1 - np.sum((frame["target"] - got) ** 2) / np.sum(
+        (frame["target"] - frame["target"].mean()) ** 2)
+    assert r2 > 0.95
+
+    # The JSON export rebuilds the same model.
+    import json
+
+    from clarytree import from_dict
+
+    clone = from_dict(json.loads(tree_json.read_text()))
+    np.testing.assert_array_equal(clone.predict(frame[["a", "b", "c"]]),
+                                  fitted.predict(frame[["a", "b", "c"]]))
+
+    # Without --out, predictions go to stdout as CSV.
+    result = run("predict", model, data_csv)
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[0] == "prediction"
+    assert len(result.stdout.splitlines()) == len(frame) + 1
+
+
+def test_fit_greedy_and_parquet(data_csv, tmp_path):
+    pytest.importorskip("pyarrow")
+    parquet = tmp_path / "train.parquet"
+    pd.read_csv(data_csv).to_parquet(parquet)
+    result = run("fit", parquet, "--target", "target", "--lookahead-depth", 0,
+                 "--max-depth", 2, "--test-size", 0, "--n-thresholds", "all")
+    assert result.returncode == 0, result.stderr
+    assert "== CholeskyTreeRegressor ==" in result.stdout
+    assert "test R2" not in result.stdout
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bad")
+    text_target = folder / "text_target.csv"
+    pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": ["u", "v", "w", "x"]}).to_csv(
+        text_target, index=False)
+    text_feature = folder / "text_feature.csv"
+    pd.DataFrame({"a": ["p", "q", "r", "s"], "y": [1.0, 2.0, 3.0, 4.0]}).to_csv(
+        text_feature, index=False)
+    missing_target = folder / "missing_target.csv"
+    pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [1.0, None, 3.0, 4.0]}).to_csv(
+        missing_target, index=False)
+    not_a_model = folder / "model.joblib"
+    not_a_model.write_text("this is not a pickle")
+    return {"text_target": text_target, "text_feature": text_feature,
+            "missing_target": missing_target, "not_a_model": not_a_model}
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (("fit", "{tmp}/nope.csv", "--target", "y"), ["file not found", "nope.csv"]),
+        (("fit", "{data}", "--target", "nope"), ["column 'nope' not found", "a, b, c"]),
+        (("fit", "{text_target}", "--target", "y"), ["target column 'y' is not numeric"]),
+        (("fit", "{text_feature}", "--target", "y"), ["non-numeric feature", "a"]),
+        (("fit", "{missing_target}", "--target", "y"), ["missing or infinite"]),
+        (("fit", "{data}", "--target", "target", "--max-depth", "-1"), ["--max-depth"]),
+        (("fit", "{data}", "--target", "target", "--leaf-penalty", "x"), ["--leaf-penalty"]),
+        (("fit", "{data}", "--target", "target", "--leaf-model", "cubic"), ["--leaf-model"]),
+        (("fit", "{data}", "--target", "target", "--test-size", "1.5"), ["--test-size"]),
+        (("fit", "{data}", "--target", "target", "--ridge-alpha", "0"), ["ridge_alpha"]),
+        (("fit", "{data}", "--target", "target", "--out", "{tmp}/no/dir/m.joblib"),
+         ["folder does not exist"]),
+        (("fit", "{data}"), ["--target"]),
+        (("predict", "{tmp}/missing.joblib", "{data}"), ["file not found"]),
+        (("predict", "{not_a_model}", "{data}"), ["cannot load a model"]),
+        (("demo", "--epsilon", "0.7"), ["epsilon"]),
+        (("demo", "--n-nuisance", "3"), ["--n-nuisance"]),
+        (("frobnicate",), ["invalid choice"]),
+    ],
+)
+def test_errors_exit_2_with_one_line(args, fragments, data_csv, bad_files, tmp_path):
+    paths = {"tmp": tmp_path, "data": data_csv, **bad_files}
+    result = run(*(a.format(**paths) for a in args))
+    assert_usage_error(result, *fragments)
+
+
+def test_predict_missing_feature_column(data_csv, tmp_path):
+    model = tmp_path / "model.joblib"
+    assert run("fit", data_csv, "--target", "target", "--max-depth", 1, "--out",
+               model).returncode == 0
+    partial = tmp_path / "partial.csv"
+    pd.read_csv(data_csv).drop(columns=["b"]).to_csv(partial, index=False)
+    assert_usage_error(run("predict", model, partial), "missing", "b")
+
+
+def test_no_command_prints_help():
+    result = run()
+    assert result.returncode == 2
+    assert "demo" in result.stdout and "predict" in result.stdout
+
+
+def test_console_script_entry_point():
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="console_scripts") if e.name == "clarytree"]
+    assert ep.value == "clarytree._cli:main"
+    from clarytree._cli import main
+
+    assert ep.load() is main
+
+
+def test_progress_display(data_csv):
+    # -v shows the lookahead's progress on stderr; captured output stays quiet.
+    loud = run("fit", data_csv, "--target", "target", "--max-depth", 3, "-v")
+    assert loud.returncode == 0, loud.stderr
+    assert re.search(r"\d+/\d+", loud.stderr), loud.stderr
+    quiet = run("fit", data_csv, "--target", "target", "--max-depth", 3)
+    assert quiet.returncode == 0
+    assert quiet.stderr == ""
+
+
+def test_mbndt_fit_predict(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("clarytree.mbndt")
+    from sklearn.datasets import load_breast_cancer
+
+    frame = load_breast_cancer(as_frame=True).frame.iloc[:, [0, 1, 20, 27, 30]]
+    path = tmp_path / "cancer.csv"
+    frame.to_csv(path, index=False)
+    model = tmp_path / "mbndt.joblib"
+    result = run("mbndt", path, "--target", "target", "--max-depth", 2, "--n-restarts", 1,
+                 "--max-epochs", 30, "--out", model, "--json", tmp_path / "tree.json")
+    assert result.returncode == 0, result.stderr
+    assert "MBNDTClassifier (classification)" in result.stdout
+    assert "balanced accuracy" in result.stdout and "class " in result.stdout
+    result = run("predict", model, path)
+    assert result.returncode == 0, result.stderr
+    predictions = result.stdout.splitlines()[1:]
+    assert len(predictions) == len(frame) and set(predictions) <= {"0", "1"}
+    assert_usage_error(run("mbndt", path, "--target", "nope"), "column 'nope' not found")
+
+
+def test_mbndt_without_torch(data_csv, tmp_path):
+    # A stand-in module that fails to import hides any installed torch.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "torch.py").write_text("raise ImportError('torch is hidden in this test')\n")
+    env = dict(os.environ, PYTHONPATH=str(shadow))
+    result = subprocess.run([sys.executable, "-m", "clarytree", "mbndt", str(data_csv),
+                             "--target", "target"], capture_output=True, text=True,
+                            cwd=_WORKDIR["path"], env=env, timeout=300)
+    assert_usage_error(result, "needs PyTorch")

@@ -1,0 +1,333 @@
+"""Tests for clarytree._export: text, dict/JSON, Graphviz, leaf table and plots."""
+
+import io
+import json
+import re
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LinearRegression
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from clarytree import (  # noqa: E402
+    CholeskyTreeRegressor,
+    CLARITreeRegressor,
+    export_graphviz,
+    export_text,
+    from_dict,
+    leaf_table,
+    plot_partition,
+    plot_tree,
+    to_dict,
+)
+from clarytree.datasets import make_piecewise_linear  # noqa: E402
+
+_SPLIT = re.compile(r"^((?:\|   )*)\|--- (.+?) (<=|>) (\S+)$")
+_LEAF = re.compile(r"^((?:\|   )*)\|--- leaf (\d+): y = (\S+)(.*?)(?: \[samples: (\d+)\])?$")
+_TERM = re.compile(r" ([+-]) (\S+) \* (\S+)")
+
+
+def parse_text(text, names):
+    """Rebuild (route function, leaf models) from export_text output alone."""
+    lines = text.splitlines()
+    leaves = {}
+
+    def parse(i, depth):
+        if m := _LEAF.match(lines[i]):
+            assert len(m.group(1)) // 4 == depth
+            coef = np.zeros(len(names))
+            for sign, value, name in _TERM.findall(m.group(4)):
+                coef[names.index(name)] = float(value) * (-1 if sign == "-" else 1)
+            leaf = int(m.group(2))
+            leaves[leaf] = {"intercept": float(m.group(3)), "coef": coef}
+            return {"leaf": leaf}, i + 1
+        m = _SPLIT.match(lines[i])
+        assert m and m.group(3) == "<=" and len(m.group(1)) // 4 == depth, lines[i]
+        left, j = parse(i + 1, depth + 1)
+        m2 = _SPLIT.match(lines[j])
+        assert m2 and m2.group(3) == ">" and m2.group(2) == m.group(2), lines[j]
+        assert m2.group(4) == m.group(4)
+        right, k = parse(j + 1, depth + 1)
+        node = {"feature": names.index(m.group(2)), "threshold": float(m.group(4)),
+                "left": left, "right": right}
+        return node, k
+
+    root, end = parse(0, 0)
+    assert end == len(lines)
+
+    def route(x):
+        node = root
+        while "leaf" not in node:
+            node = node["left"] if x[node["feature"]] <= node["threshold"] else node["right"]
+        return node["leaf"]
+
+    return route, leaves
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_piecewise_linear(n_samples=600, n_features=3, n_regimes=3, noise=0.1,
+                                 random_state=0)
+    return X, y
+
+
+@pytest.fixture(scope="module", params=["quantile", "all-midpoints", "constant"])
+def model(request, data):
+    X, y = data
+    if request.param == "quantile":
+        est = CLARITreeRegressor(max_depth=3)
+    elif request.param == "all-midpoints":
+        est = CholeskyTreeRegressor(max_depth=3, n_thresholds=None)
+    else:
+        est = CLARITreeRegressor(max_depth=3, leaf_model="constant", leaf_penalty=1e-3)
+    return est.fit(X, y)
+
+
+def test_text_routes_training_rows_exactly(model, data):
+    X, _ = data
+    names = [f"x[{j}]" for j in range(X.shape[1])]
+    text = export_text(model)
+    route, leaves = parse_text(text, names)
+    assert sorted(leaves) == sorted(model.leaf_ids_.tolist())
+    routed = np.array([route(x) for x in X])
+    np.testing.assert_array_equal(routed, model.apply(X))
+    # Unrounded equations reproduce the predictions.
+    pred = np.array([leaves[leaf]["intercept"] + x @ leaves[leaf]["coef"]
+                     for leaf, x in zip(routed, X, strict=True)])
+    np.testing.assert_allclose(pred, model.predict(X), rtol=1e-12, atol=1e-12)
+
+
+def test_text_thresholds_are_repr_exact(model, data):
+    X, _ = data
+    text = export_text(model, decimals=2)
+    tree = model.tree_
+    internal = np.flatnonzero(tree.children_left >= 0)
+    for node in internal:
+        assert f" <= {float(tree.threshold[node])!r}" in text
+    # Routing with rounded coefficients is still exact (thresholds never round).
+    route, _ = parse_text(text, [f"x[{j}]" for j in range(X.shape[1])])
+    np.testing.assert_array_equal([route(x) for x in X], model.apply(X))
+
+
+def test_text_options(data):
+    X, y = data
+    frame = pd.DataFrame(X, columns=["alpha", "beta", "gamma"])
+    model = CholeskyTreeRegressor(max_depth=2).fit(frame, y)
+    text = export_text(model, decimals=3, show_samples=False, max_terms=1)
+    assert "alpha" in text and "x[0]" not in text
+    assert "[samples:" not in text
+    assert "(2 smaller terms)" in text
+    renamed = export_text(model, feature_names=["p", "q", "r"])
+    assert "p <= " in renamed or "q <= " in renamed or "r <= " in renamed
+    with pytest.raises(ValueError, match="feature_names has 2 entries"):
+        export_text(model, feature_names=["p", "q"])
+    with pytest.raises(ValueError, match="decimals"):
+        export_text(model, decimals=0)
+    with pytest.raises(ValueError, match="max_terms"):
+        export_text(model, max_terms=-1)
+
+
+def test_single_leaf_tree(data):
+    X, y = data
+    model = CLARITreeRegressor(max_depth=0).fit(X, y)
+    text = export_text(model)
+    assert text.startswith("|--- leaf 0: y = ")
+    table = leaf_table(model)
+    assert table.shape[0] == 1 and table["rule"][0] == "(all rows)"
+    clone = from_dict(json.loads(json.dumps(to_dict(model))))
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+
+
+def test_unfitted_and_foreign_estimators():
+    with pytest.raises(NotFittedError):
+        export_text(CLARITreeRegressor())
+    lr = LinearRegression().fit(np.eye(3), np.arange(3.0))
+    with pytest.raises(NotFittedError):  # no tree_ at all
+        to_dict(lr)
+    lr.tree_ = object()
+    with pytest.raises(TypeError, match="not a clarytree estimator"):
+        export_text(lr)
+
+
+def test_dict_json_round_trip(model, data):
+    X, _ = data
+    payload = json.dumps(to_dict(model))
+    clone = from_dict(json.loads(payload))
+    assert type(clone) is type(model)
+    assert clone.get_params() == model.get_params()
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+    np.testing.assert_array_equal(clone.apply(X), model.apply(X))
+    assert clone.objective_ == model.objective_
+    np.testing.assert_array_equal(clone.leaf_coefs_, model.leaf_coefs_)
+    np.testing.assert_array_equal(clone.regression_features_, model.regression_features_)
+    assert export_text(clone) == export_text(model)
+    # A second trip is a fixed point.
+    assert json.dumps(to_dict(clone)) == payload
+
+
+def test_dict_round_trip_keeps_feature_names(data):
+    X, y = data
+    frame = pd.DataFrame(X, columns=["alpha", "beta", "gamma"])
+    model = CLARITreeRegressor(max_depth=2, regression_features=["beta", "gamma"]).fit(frame, y)
+    clone = from_dict(json.loads(json.dumps(to_dict(model))))
+    np.testing.assert_array_equal(clone.feature_names_in_, model.feature_names_in_)
+    np.testing.assert_array_equal(clone.predict(frame), model.predict(frame))
+    with pytest.raises(ValueError, match="feature names"):
+        clone.predict(frame.rename(columns={"alpha": "other"}))
+
+
+def test_from_dict_rejects_bad_input(model):
+    good = to_dict(model)
+    with pytest.raises(TypeError):
+        from_dict("not a dict")
+    with pytest.raises(ValueError, match="not a clarytree tree"):
+        from_dict({**good, "format": "something else"})
+    with pytest.raises(ValueError, match="format_version"):
+        from_dict({**good, "format_version": 99})
+    with pytest.raises(ValueError, match="unknown estimator"):
+        from_dict({**good, "estimator": "RandomForest"})
+    broken = {**good, "tree": {k: v for k, v in good["tree"].items() if k != "threshold"}}
+    with pytest.raises(ValueError, match="threshold"):
+        from_dict(broken)
+
+
+def test_leaf_table_reproduces_predictions(model, data):
+    X, _ = data
+    table = leaf_table(model)
+    names = [f"x[{j}]" for j in range(X.shape[1])]
+    assert list(table.columns) == ["leaf", "rule", "n_samples", "intercept", *names]
+    assert table["leaf"].tolist() == model.leaf_ids_.tolist()
+    leaves = model.apply(X)
+    assert table["n_samples"].tolist() == [int(np.sum(leaves == i)) for i in table["leaf"]]
+    rows = table.set_index("leaf")
+    pred = rows.loc[leaves, "intercept"].to_numpy() + np.sum(
+        X * rows.loc[leaves, names].to_numpy(), axis=1)
+    np.testing.assert_allclose(pred, model.predict(X), rtol=1e-12, atol=1e-12)
+
+
+def test_leaf_table_rules_select_the_leaf_rows(model, data):
+    X, _ = data
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    table = leaf_table(model, feature_names=["a", "b", "c"])
+    leaves = model.apply(X)
+    for leaf, rule in zip(table["leaf"], table["rule"], strict=True):
+        if rule == "(all rows)":
+            selected = np.ones(len(frame), bool)
+        else:
+            # Chained comparisons such as "0.1 < a <= 0.5" are valid query syntax.
+            selected = frame.eval(rule.replace(" and ", " & ")).to_numpy()
+        np.testing.assert_array_equal(selected, leaves == leaf)
+
+
+def test_graphviz(model, tmp_path):
+    dot = export_graphviz(model)
+    assert dot.startswith("digraph Tree {") and dot.rstrip().endswith("}")
+    n_nodes = model.tree_.node_count
+    assert len(re.findall(r"^\d+ \[label=", dot, flags=re.M)) == n_nodes
+    assert len(re.findall(r"^\d+ -> \d+ ", dot, flags=re.M)) == n_nodes - 1
+    path = tmp_path / "tree.dot"
+    assert export_graphviz(model, out_file=path) is None
+    assert path.read_text() == dot
+    buffer = io.StringIO()
+    export_graphviz(model, out_file=buffer)
+    assert buffer.getvalue() == dot
+
+
+def _png_bytes(fig):
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def test_plot_tree_renders_png(model):
+    fig, ax = plt.subplots(figsize=(10, 6))
+    assert plot_tree(model, ax=ax) is ax
+    n_nodes = model.tree_.node_count
+    # One box per node plus one label per edge.
+    assert len(ax.texts) == n_nodes + (n_nodes - 1)
+    leaf_texts = [t.get_text() for t in ax.texts if t.get_text().startswith("leaf ")]
+    assert len(leaf_texts) == model.get_n_leaves()
+    png = _png_bytes(fig)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_plot_partition_one_and_two_features():
+    X, y = make_piecewise_linear(n_samples=300, n_features=1, n_regimes=3, noise=0.05,
+                                 random_state=1)
+    model = CLARITreeRegressor(max_depth=2).fit(X, y)
+    fig, ax = plt.subplots()
+    plot_partition(model, X, y, ax=ax)
+    assert len(ax.lines) >= model.get_n_leaves()  # one segment per leaf, plus split lines
+    assert _png_bytes(fig)[:4] == b"\x89PNG"
+
+    X2, y2 = make_piecewise_linear(n_samples=300, n_features=2, n_regimes=2,
+                                   random_state=2)
+    model2 = CLARITreeRegressor(max_depth=2).fit(X2, y2)
+    fig, ax = plt.subplots()
+    plot_partition(model2, X2, y2, ax=ax)
+    leaf_labels = {t.get_text() for t in ax.texts}
+    assert leaf_labels == {str(i) for i in model2.leaf_ids_}
+    assert _png_bytes(fig)[:4] == b"\x89PNG"
+
+
+def test_plot_partition_slices_and_errors(data):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    with pytest.raises(ValueError, match="more than two features"):
+        plot_partition(model, X, y)
+    fig, ax = plt.subplots()
+    plot_partition(model, X, y, features=[0, 2], ax=ax)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one or two"):
+        plot_partition(model, X, y, features=[0, 1, 2])
+    with pytest.raises(ValueError, match="shape"):
+        plot_partition(model, X[:, :2], y)
+    with pytest.raises(ValueError, match="unknown feature"):
+        plot_partition(model, X, y, features="nope")
+
+
+def test_mbndt_exports():
+    pytest.importorskip("torch")
+    mbndt = pytest.importorskip("clarytree.mbndt")
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :5]
+    model = mbndt.MBNDTClassifier(max_depth=2, n_restarts=1, max_epochs=20,
+                                  random_state=0).fit(X, y)
+    text = export_text(model)
+    assert "class" in text and any(f"{c} <= " in text for c in X.columns)
+    clone = from_dict(json.loads(json.dumps(to_dict(model))))
+    np.testing.assert_array_equal(clone.predict_proba(X), model.predict_proba(X))
+    table = leaf_table(model)
+    assert table.shape[0] == model.get_n_leaves()
+    assert {"proba[0]", "proba[1]"} <= set(table.columns)
+    assert np.all(table["n_samples"] >= 0)
+    fig, ax = plt.subplots()
+    plot_tree(model, ax=ax)
+    assert _png_bytes(fig)[:4] == b"\x89PNG"
+    assert export_graphviz(model).startswith("digraph")
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), depth=st.integers(1, 3),
+       n_thresholds=st.sampled_from([3, 20, None]), lookahead=st.integers(0, 1))
+def test_text_routing_property(seed, depth, n_thresholds, lookahead):
+    """On random data, the printed tree routes every training row like the model."""
+    rng = np.random.default_rng(seed)
+    n, k = 120, 3
+    X = rng.normal(size=(n, k)) * rng.choice([1e-3, 1.0, 1e4], size=k)
+    X[:, 0] = np.round(X[:, 0], 1)  # ties
+    y = np.where(X[:, 1] > 0, X[:, 2], -X[:, 2]) + rng.normal(size=n)
+    model = CLARITreeRegressor(max_depth=depth, lookahead_depth=lookahead,
+                               n_thresholds=n_thresholds, leaf_penalty=0.0).fit(X, y)
+    route, _ = parse_text(export_text(model, decimals=2), [f"x[{j}]" for j in range(k)])
+    np.testing.assert_array_equal([route(x) for x in X], model.apply(X))
