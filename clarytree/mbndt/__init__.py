@@ -322,6 +322,28 @@ _COMMON_PARAMS_DOC = """
         1 prints a summary, 2 one line per epoch.
 """
 
+_NOTES_DOC = """
+    Notes
+    -----
+    Implementation choices where the paper leaves room:
+
+    - Leaf budget: ``L_soft`` is the inverse Simpson index of the mean soft
+      mass reaching each leaf (equal to ``B**D`` for a full tree with uniform
+      routing); the paper's printed node-wise sum undercounts full trees.  The
+      multiplier update (EMA 0.5, step 0.003, rho 0.03) follows the appendix and
+      the multiplier carries over from stage 1 to stage 2.
+    - Exported cut points are the boundaries of the masked hard routing
+      (bisection on the masked argmax, not the learned thresholds), after
+      train-path pruning, mapped to raw units through the inverse scaler and
+      kept between the raw values of the training rows on either side, so the
+      exported tree reproduces the network's hard routing on every training
+      row.  Nodes left with one surviving branch are collapsed; path length
+      counts real tests only.
+    - Target-encoded columns are cross-fitted for training and use the
+      deployment encoding (full-training-set encodings) for pruning and export.
+    - On CPU, training runs single-threaded (restoring the torch setting).
+"""
+
 _COMMON_ATTRS_DOC = """
     tree_ : MultiwayTree
         The exported, pruned multiway tree (numpy arrays, raw feature units).
@@ -353,7 +375,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-""" + _COMMON_ATTRS_DOC + """
+""" + _COMMON_ATTRS_DOC + _NOTES_DOC + """
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
@@ -439,7 +461,9 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
 """ + _COMMON_PARAMS_DOC + """
     Attributes
     ----------
-""" + _COMMON_ATTRS_DOC)
+    y_mean_, y_std_ : float
+        Mean and standard deviation used to standardize the target.
+""" + _COMMON_ATTRS_DOC + _NOTES_DOC)
 
     _is_regressor = True
 
