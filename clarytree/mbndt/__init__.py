@@ -104,7 +104,6 @@ class _BaseMBNDT(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.string = True
-        tags.input_tags.categorical = True
         return tags
 
     # ---------------------------------------------------------- validation
