@@ -7,7 +7,7 @@ from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
 
 from ._criterion cimport Criterion
-from ._splitter cimport Splitter, SplitRecord, Candidate
+from ._splitter cimport Splitter, SplitRecord, Candidate, improves
 from ._builder cimport NodeRecord
 
 
@@ -319,13 +319,13 @@ cdef class TreeBuilder:
                                       lookahead - 1, False)
                     # Objectives are non-negative: a left completion that is
                     # already no better than the incumbent cannot win.
-                    if score < best:
+                    if improves(score, best):
                         score += self.grow(mid, end, depth + 1, 1, remaining - 1,
                                            lookahead - 1, False)
                     self.n_evaluations += 1
                     if restore:
                         self.splitter.restore(start, end, self.saved[depth])
-                    if score < best:
+                    if improves(score, best):
                         best = score
                         feature = cand[i].feature
                         bin = cand[i].bin

@@ -7,7 +7,20 @@
 # sorted order: order[f] keeps every node's segment sorted by feature f, and
 # partitioning is stable so children stay sorted without re-sorting.
 
+from libc.math cimport INFINITY, fabs
+
 from ._criterion cimport Criterion
+
+
+cdef inline bint improves(double score, double best) noexcept nogil:
+    # Scores within 1e-10 (relative) of the incumbent count as ties, which go
+    # to the first candidate in (feature, threshold) order: mathematically
+    # equal scores (e.g. the same leaves reached through splits taken in
+    # another order) must not be decided by rounding, which depends on the
+    # summation route and the platform.
+    if best == INFINITY:
+        return score < best
+    return score < best - 1e-10 * fabs(best)
 
 
 cdef struct SplitRecord:

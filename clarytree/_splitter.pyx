@@ -7,7 +7,7 @@ from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memset
 
 from ._criterion cimport Criterion
-from ._splitter cimport SplitRecord, Candidate
+from ._splitter cimport SplitRecord, Candidate, improves
 
 
 cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
@@ -201,7 +201,7 @@ cdef class Splitter:
         for s in range(self.n_stats):
             right[s] = total[s] - left[s]
         score = self.criterion.loss(left) + self.criterion.loss(right)
-        if score < best.score:
+        if improves(score, best.score):
             best.score = score
             best.feature = f
             best.bin = b
@@ -285,7 +285,7 @@ cdef class Splitter:
                 if incremental:
                     score = (self.criterion.sweep_left_loss()
                              + self.criterion.sweep_right_loss())
-                    if score < best.score:
+                    if improves(score, best.score):
                         best.score = score
                         best.feature = f
                         best.bin = bin_i

@@ -130,10 +130,10 @@ def test_lookahead_never_worse_than_greedy(data, depth):
     greedy = CholeskyTreeRegressor(**kwargs).fit(X, y).objective_
     look = CLARITreeRegressor(lookahead_depth=1, **kwargs).fit(X, y).objective_
     deeper = CLARITreeRegressor(lookahead_depth=2, **kwargs).fit(X, y).objective_
-    assert look <= greedy * (1 + 1e-10)
+    assert look <= greedy * (1 + 1e-9)
     # Objectives: greedy_completion is monotone in the search effort here
     # only through the first levels, so compare each against greedy.
-    assert deeper <= greedy * (1 + 1e-10)
+    assert deeper <= greedy * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("n_thresholds", [5, None])
