@@ -270,3 +270,22 @@ def test_degenerate_data_gives_correct_models(Estimator):
     model = Estimator(max_depth=2).fit(binary_only, y)
     assert model.regression_features_.size == 0
     assert np.all(np.isfinite(model.predict(binary_only)))
+
+
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+def test_exact_ties_go_to_the_first_feature(leaf_model):
+    """Splitting x0 then x1 or x1 then x0 gives the same four leaves: a tie.
+
+    The lookahead must resolve it by feature order, whatever the rounding of
+    the two completions, so swapping the columns swaps the root feature.
+    """
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, size=(400, 2))
+    z = rng.normal(size=400)
+    y = 2.0 * (a[:, 0] > 0) + 3.0 * (a[:, 1] > 0) + 0.5 * z
+    for columns in ([0, 1], [1, 0]):
+        X = np.column_stack([a[:, columns], z])
+        model = CLARITreeRegressor(max_depth=2, leaf_model=leaf_model, n_thresholds=1,
+                                   regression_features=[2]).fit(X, y)
+        assert model.get_n_leaves() == 4
+        assert model.tree_.feature[0] == 0
