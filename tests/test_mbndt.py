@@ -288,9 +288,11 @@ def test_tighter_leaf_budget_gives_fewer_leaves():
 
 
 # ----------------------------------------------------- persistence
-def test_import_does_not_load_torch():
+def test_import_does_not_load_torch(tmp_path):
     code = "import sys, clarytree, clarytree.mbndt; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # Run outside the source tree: "python -c" puts the working directory
+    # first on sys.path, where the uncompiled package would shadow the install.
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
 def test_pickle_predicts_without_torch(tmp_path, mixed_data):
@@ -323,7 +325,7 @@ def test_pickle_predicts_without_torch(tmp_path, mixed_data):
         export_text(est)
         assert "torch" not in sys.modules
     """)
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
 def test_reproducible_with_random_state():
