@@ -1,0 +1,107 @@
+"""Time and peak memory of fitting CholeskyTree (greedy) and CLARITree.
+
+Data: the paper's piecewise-linear design (appendix D.3), generated in
+``setup``; depth 4, lambda = 1e-3, kappa = 1e-3 throughout.
+
+- ``FitSize``: greedy or lookahead (one-step, the paper's CLARITree), linear
+  or constant leaves, ``n`` in {1e3, 1e4, 1e5} rows, ``k`` in {4, 8, 16}
+  features, 20 thresholds; time and peak memory.
+- ``FitThresholds``: the threshold budget, ``n_thresholds`` in {5, 20, None
+  (every midpoint)}, at ``n = 1000`` and ``k = 8``; plus 5 and 20 at
+  ``n = 1e4`` (every midpoint only for small n).
+
+The two are separate classes rather than one full product so that
+``asv run --python=same --quick`` stays within a few minutes on two cores;
+heavy combinations are skipped (``NotImplementedError`` in ``setup``,
+shown as n/a): every midpoint only with the greedy tree, and lookahead only
+where ``n * k * n_thresholds <= 1e7``.
+"""
+
+import numpy as np
+
+from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+
+LOOKAHEAD_WORK = 1e7
+
+
+def piecewise_linear(n, k, seed=0):
+    """Appendix D.3 data: AR(1) features (rho = 0.5), 4 regimes on feature 0."""
+    try:
+        from clarytree.datasets import make_piecewise_linear
+    except ImportError:
+        make_piecewise_linear = None
+    if make_piecewise_linear is not None:
+        return make_piecewise_linear(n_samples=n, n_features=k, noise=0.5, random_state=seed)
+    rng = np.random.default_rng(seed)
+    e = rng.standard_normal((n, k))
+    X = np.empty((n, k))
+    X[:, 0] = e[:, 0]
+    for j in range(1, k):
+        X[:, j] = 0.5 * X[:, j - 1] + np.sqrt(0.75) * e[:, j]
+    regime = np.searchsorted([-0.6745, 0.0, 0.6745], X[:, 0])
+    betas = (1.0 + np.arange(4))[:, None] / np.arange(1, k + 1) * rng.standard_normal((4, k))
+    y = np.einsum("ij,ij->i", X, betas[regime]) + 0.5 * rng.standard_normal(n)
+    return X, y
+
+
+def make_estimator(method, leaf_model, n_thresholds):
+    params = dict(max_depth=4, leaf_model=leaf_model, leaf_penalty=1e-3, ridge_alpha=1e-3,
+                  n_thresholds=n_thresholds)
+    if method == "greedy":
+        return CholeskyTreeRegressor(**params)
+    return CLARITreeRegressor(lookahead_depth=1, **params)
+
+
+def _skip(method, n, k, n_thresholds):
+    if n_thresholds is None and n > 1_000:
+        raise NotImplementedError("every midpoint only for n = 1000")
+    if method == "lookahead":
+        if n_thresholds is None:
+            raise NotImplementedError("lookahead over every midpoint is too heavy for the suite")
+        if n * k * n_thresholds > LOOKAHEAD_WORK:
+            raise NotImplementedError("lookahead combination too heavy for the suite")
+
+
+class FitSize:
+    """``fit`` of a depth-4 tree against the data size (20 thresholds)."""
+
+    params = (
+        ["greedy", "lookahead"],
+        ["linear", "constant"],
+        [1_000, 10_000, 100_000],
+        [4, 8, 16],
+    )
+    param_names = ["method", "leaf_model", "n", "k"]
+    timeout = 120
+
+    def setup(self, method, leaf_model, n, k):
+        _skip(method, n, k, 20)
+        self.X, self.y = piecewise_linear(n, k)
+        self.model = make_estimator(method, leaf_model, 20)
+
+    def time_fit(self, method, leaf_model, n, k):
+        self.model.fit(self.X, self.y)
+
+    def peakmem_fit(self, method, leaf_model, n, k):
+        self.model.fit(self.X, self.y)
+
+
+class FitThresholds:
+    """``fit`` against the threshold budget (k = 8)."""
+
+    params = (
+        ["greedy", "lookahead"],
+        ["linear", "constant"],
+        [1_000, 10_000],
+        [5, 20, None],
+    )
+    param_names = ["method", "leaf_model", "n", "n_thresholds"]
+    timeout = 120
+
+    def setup(self, method, leaf_model, n, n_thresholds):
+        _skip(method, n, 8, n_thresholds)
+        self.X, self.y = piecewise_linear(n, 8)
+        self.model = make_estimator(method, leaf_model, n_thresholds)
+
+    def time_fit(self, method, leaf_model, n, n_thresholds):
+        self.model.fit(self.X, self.y)

@@ -1,0 +1,159 @@
+"""Helpers shared by the benchmark scripts: data loading and synthetic data.
+
+Nothing here imports clarytree at module level, so the scripts can run with
+an interpreter that only has a peer (for example the reference ``clari_tree``)
+installed.
+"""
+
+import csv
+import gzip
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "datasets"
+
+_THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def single_threaded_env():
+    """Pin BLAS/OpenMP pools to one thread (call before importing numpy users).
+
+    Parallelism comes from running independent fits side by side, as in the
+    paper (all algorithms single-threaded).
+    """
+    for var in _THREAD_VARS:
+        os.environ.setdefault(var, "1")
+
+
+def read_table(path):
+    """Read a (gzip) numeric CSV with a header row.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    names : list of str
+        Feature names (the column named ``target``, else the last, is ``y``).
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        header = next(csv.reader(fh))
+    data = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
+    target = header.index("target") if "target" in header else len(header) - 1
+    y = np.ascontiguousarray(data[:, target])
+    X = np.ascontiguousarray(np.delete(data, target, axis=1))
+    names = [h for i, h in enumerate(header) if i != target]
+    return X, y, names
+
+
+def regression_datasets(data_dir):
+    """Regression tables of ``data_dir`` as a list of dicts.
+
+    Each dict has ``name``, ``path``, ``rows``, ``n_features``, ``n_binary``,
+    ``n_continuous`` (from ``MANIFEST.json`` when present, else ``None`` for
+    the counts, filled in when the table is loaded).
+    """
+    data_dir = Path(data_dir)
+    manifest = data_dir / "MANIFEST.json"
+    out = []
+    if manifest.is_file():
+        for d in json.loads(manifest.read_text())["datasets"]:
+            if d.get("task", "regression") != "regression":
+                continue
+            out.append(
+                {
+                    "name": d["name"],
+                    "path": data_dir / d["file"],
+                    "rows": d.get("rows"),
+                    "n_features": d.get("n_features"),
+                    "n_binary": len(d.get("binary_features", [])),
+                    "n_continuous": len(d.get("continuous_features", [])),
+                }
+            )
+        return out
+    files = sorted((data_dir / "regression").glob("*.csv*")) or sorted(data_dir.glob("*.csv*"))
+    for f in files:
+        out.append(
+            {
+                "name": f.name.split(".")[0],
+                "path": f,
+                "rows": None,
+                "n_features": None,
+                "n_binary": None,
+                "n_continuous": None,
+            }
+        )
+    return out
+
+
+def make_piecewise_linear(
+    n_samples=1000, n_features=4, n_regimes=4, rho=0.5, noise=0.1, random_state=None
+):
+    """The paper's appendix D.3 design; ``clarytree.datasets`` when available.
+
+    The fallback mirrors :func:`clarytree.datasets.make_piecewise_linear`
+    (AR(1) features with covariance ``rho^|j-r|``, regimes at the population
+    quantiles of feature 0, exactly linear within each regime).
+    """
+    try:
+        from clarytree.datasets import make_piecewise_linear as gen
+    except ImportError:
+        gen = None
+    if gen is not None:
+        return gen(
+            n_samples=n_samples,
+            n_features=n_features,
+            n_regimes=n_regimes,
+            rho=rho,
+            noise=noise,
+            random_state=random_state,
+        )
+    from scipy.special import ndtri
+
+    rng = np.random.default_rng(random_state)
+    innov = rng.standard_normal((n_samples, n_features))
+    X = np.empty((n_samples, n_features))
+    X[:, 0] = innov[:, 0]
+    scale = np.sqrt(1.0 - rho * rho)
+    for j in range(1, n_features):
+        X[:, j] = rho * X[:, j - 1] + scale * innov[:, j]
+    regime = np.searchsorted(ndtri(np.arange(1, n_regimes) / n_regimes), X[:, 0])
+    d = 1.0 / np.arange(1, n_features + 1)
+    s = 1.0 + np.arange(n_regimes)
+    betas = s[:, None] * d[None, :] * rng.standard_normal((n_regimes, n_features))
+    y = np.einsum("ij,ij->i", X, betas[regime]) + noise * rng.standard_normal(n_samples)
+    return X, y
+
+
+def synthetic_datasets():
+    """Small synthetic stand-ins used when no data folder is available."""
+    specs = (
+        ("synthetic_pwl_1k", 1_000, 4, 0),
+        ("synthetic_pwl_3k", 3_000, 6, 1),
+    )
+    out = []
+    for name, n, k, seed in specs:
+        out.append(
+            {
+                "name": name,
+                "loader": (lambda n=n, k=k, s=seed: make_piecewise_linear(n, k, noise=0.5,
+                                                                          random_state=s)),
+                "rows": n,
+                "n_features": k,
+                "n_binary": 0,
+                "n_continuous": k,
+            }
+        )
+    return out

@@ -1,0 +1,74 @@
+"""Tests of the pure helpers of the benchmark scripts (no long fits)."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+if not BENCH.is_dir():  # pragma: no cover - tests run outside a checkout
+    pytest.skip("benchmarks/ not available", allow_module_level=True)
+sys.path.insert(0, str(BENCH))
+
+import reproduce_table2 as rt  # noqa: E402
+from cholesky_speedup import candidates  # noqa: E402
+
+
+def _cv(lam, kap, score, fold=0):
+    return {"leaf_penalty": lam, "ridge_alpha": kap, "eval_r2": score, "fold": fold}
+
+
+def test_select_best_mean_and_per_lambda_kappa():
+    rows = [
+        _cv(1e-2, 1e-3, 0.5, 0), _cv(1e-2, 1e-3, 0.7, 1),    # mean 0.6
+        _cv(1e-2, 1e-4, 0.9, 0), _cv(1e-2, 1e-4, 0.1, 1),    # mean 0.5
+        _cv(1e-3, 1e-3, 0.8, 0), _cv(1e-3, 1e-3, 0.8, 1),    # mean 0.8: best
+        _cv(1e-3, 1e-4, 0.9, 0), _cv(1e-3, 1e-4, float("nan"), 1),  # failed fit
+    ]
+    by_lambda, best = rt.select(rows)
+    assert by_lambda == {1e-2: 1e-3, 1e-3: 1e-3}
+    assert best == (1e-3, 1e-3)
+
+
+def test_select_ties_prefer_sparser_tree():
+    rows = [_cv(1e-2, 1e-3, 0.5), _cv(1e-3, 1e-3, 0.5), _cv(1e-3, 1e-2, 0.5)]
+    by_lambda, best = rt.select(rows)
+    assert best == (1e-2, 1e-3)
+    assert by_lambda[1e-3] == 1e-2      # larger kappa on ties
+
+
+def test_select_without_kappa():
+    rows = [_cv(1e-2, float("nan"), 0.4), _cv(1e-3, float("nan"), 0.6)]
+    by_lambda, best = rt.select(rows)
+    assert best[0] == 1e-3 and math.isnan(best[1])
+
+
+def _path(method, split, lam, r2, mse, selected):
+    return {"dataset": "d", "method": method, "kind": "path", "outer_split": str(split),
+            "leaf_penalty": str(lam), "eval_r2": str(r2), "eval_mse": str(mse),
+            "train_r2": "0.9", "n_leaves": "4", "fit_time_s": "0.1", "fit_cpu_s": "0.1",
+            "timed_out": "False", "selected": str(selected)}
+
+
+def test_summary_and_ratio_over_common_splits():
+    rows = [
+        _path("lookahead1", 0, 1e-2, 0.8, 2.0, True),
+        _path("lookahead1", 1, 1e-2, 0.9, 1.0, True),
+        _path("greedy", 0, 1e-2, 0.7, 3.0, True),      # only split 0
+    ]
+    summ = rt.summarize(rows)
+    assert np.allclose(summ[("d", "lookahead1")]["test_r2"], [0.8, 0.9])
+    md = rt.render(rows, {"d": {"rows": 10, "n_features": 2, "n_binary": 0,
+                                "n_continuous": 2}})
+    # greedy MSE 3.0 against lookahead1's 2.0 on the common split 0.
+    assert "(1.50)" in md
+    assert "**0.850 ± 0.050**" in md
+
+
+def test_candidates_respect_ties_and_min_leaf():
+    x = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 4.0])
+    # sorted: 1 2 2 3 4 5; thresholds after positions 0, 2, 3, 4
+    assert candidates(x, 1).tolist() == [0, 2, 3, 4]
+    assert candidates(x, 2).tolist() == [2, 3]
