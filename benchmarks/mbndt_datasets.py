@@ -99,6 +99,8 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="*", default=None,
                         help="subset of data set names (default: all classification sets)")
     parser.add_argument("--splits", type=int, default=5, help="number of 80/20 splits")
+    parser.add_argument("--only-splits", type=int, nargs="*", default=None,
+                        help="run only these split indices (e.g. to resume or parallelize)")
     parser.add_argument("--out", default=None, help="write per-split results to this CSV")
     parser.add_argument("--params", default="{}",
                         help="JSON dict of MBNDTClassifier parameters (default config)")
@@ -134,6 +136,8 @@ def main(argv=None):
         X, y = _load(data_dir / d["file"])
         sss = StratifiedShuffleSplit(n_splits=args.splits, test_size=0.2, random_state=0)
         for split, (tr, te) in enumerate(sss.split(np.zeros(len(y)), y)):
+            if args.only_splits is not None and split not in args.only_splits:
+                continue
             Xtr, Xte = X.iloc[tr].reset_index(drop=True), X.iloc[te].reset_index(drop=True)
             for name, fn in models.items():
                 res = fn(Xtr, y[tr], Xte, y[te], split)

@@ -395,6 +395,8 @@ def test_bad_input(Est):
     huge[:, 0] = np.where(np.arange(40) % 2, 1.7e308, -1.7e308)  # scaling overflows
     with pytest.warns(RuntimeWarning), pytest.raises(ValueError, match="after preprocessing"):
         Est(**FAST).fit(huge, y)
+    with pytest.raises(ValueError, match="Invalid torch device"):
+        Est(**FAST, device="no-such-device").fit(X, y)
     with pytest.raises(ValueError, match="too large"):
         Est(max_depth=20, n_branches=4).fit(X, y)
     est = Est(**FAST, random_state=0).fit(X, y)

@@ -18,7 +18,11 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
 from ._preprocess import (
     build_preprocessor,
@@ -116,9 +120,7 @@ class _BaseMBNDT(BaseEstimator):
             y_checked = validate_data(self, X="no_validation", y=y,
                                       y_numeric=self._is_regressor)
             validate_data(self, X, skip_check_array=True)
-            if X.shape[0] != len(y_checked):
-                raise ValueError(f"X has {X.shape[0]} rows but y has {len(y_checked)} "
-                                 "entries.")
+            check_consistent_length(X, y_checked)
             if X.shape[0] < 2:
                 raise ValueError(f"Found {X.shape[0]} sample(s); a minimum of 2 is required.")
             return X, y_checked
