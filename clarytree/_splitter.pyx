@@ -19,6 +19,17 @@ cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
     return x ^ (x >> 31)
 
 
+cdef inline void _set_candidate(Candidate* c, Py_ssize_t feature, Py_ssize_t bin,
+                                Py_ssize_t n_left, unsigned long long key,
+                                Py_ssize_t position) noexcept nogil:
+    c.feature = feature
+    c.bin = bin
+    c.n_left = n_left
+    c.key = key
+    c.position = position
+    c.duplicate = False
+
+
 cdef int _cmp_candidates(const void* a, const void* b) noexcept nogil:
     cdef const Candidate* ca = <const Candidate*>a
     cdef const Candidate* cb = <const Candidate*>b
@@ -338,12 +349,7 @@ cdef class Splitter:
                         continue
                     if m - n_left < msl:
                         break
-                    out[count].feature = f
-                    out[count].bin = b
-                    out[count].n_left = n_left
-                    out[count].key = key
-                    out[count].position = count
-                    out[count].duplicate = False
+                    _set_candidate(&out[count], f, b, n_left, key, count)
                     count += 1
                 continue
             rows = &self.order[f, start]
@@ -359,12 +365,7 @@ cdef class Splitter:
                     continue
                 if m - n_left < msl:
                     break
-                out[count].feature = f
-                out[count].bin = bin_i
-                out[count].n_left = n_left
-                out[count].key = key
-                out[count].position = count
-                out[count].duplicate = False
+                _set_candidate(&out[count], f, bin_i, n_left, key, count)
                 count += 1
         if count > 1:
             qsort(out, count, sizeof(Candidate), _cmp_candidates)
