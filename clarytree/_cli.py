@@ -185,11 +185,12 @@ def _verbose(args):
 
 
 def _report_fit(model, name, X_train, y_train, X_test, y_test, seconds, *,
-                decimals=4, max_terms=None):
+                decimals=4, max_terms=None, feature_names=None):
     from ._export import export_text
 
     _print(f"== {name} ==")
-    _print(export_text(model, decimals=decimals, max_terms=max_terms), end="")
+    _print(export_text(model, feature_names=feature_names, decimals=decimals,
+                       max_terms=max_terms), end="")
     train = _r2(y_train, model.predict(X_train))
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}  " \
            f"train R2: {train:.4f}"
@@ -266,23 +267,18 @@ def _cmd_demo(args):
                        ("CLARITree (one-step lookahead)", CLARITreeRegressor)):
         model = cls(max_depth=args.max_depth, verbose=verbose)
         start = time.perf_counter()
-        model.fit(_frame(X, names), y)
+        # Plain arrays: the demo needs nothing beyond the core dependencies.
+        model.fit(X, y)
         seconds = time.perf_counter() - start
-        _report_fit(model, label, _frame(X, names), y, _frame(X_test, names), y_test,
-                    seconds, decimals=3, max_terms=3)
-        results[label] = np.mean((model.predict(_frame(X_test, names)) - y_test) ** 2)
+        _report_fit(model, label, X, y, X_test, y_test, seconds, decimals=3,
+                    max_terms=3, feature_names=names)
+        results[label] = np.mean((model.predict(X_test) - y_test) ** 2)
         _print()
     greedy, lookahead = results.values()
     _print(f"test MSE: greedy {greedy:.4f}, lookahead {lookahead:.4f} "
            f"(ratio {greedy / lookahead:.1f}; the population ratio is at least "
            f"1/(4 eps) = {1 / (4 * args.epsilon):.1f})")
     return 0
-
-
-def _frame(X, names):
-    import pandas as pd
-
-    return pd.DataFrame(X, columns=names)
 
 
 def _holdout(X, y, test_size, seed, stratify=None):

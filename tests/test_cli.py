@@ -63,6 +63,24 @@ def test_demo_shows_lookahead_winning():
     assert ratio > 3
 
 
+def test_demo_needs_only_the_core_dependencies():
+    """README's first command installs no extras: the demo must run without pandas."""
+    code = (
+        "import runpy, sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pandas', 'matplotlib', 'torch'):\n"
+        "            raise ImportError(name + ' blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "sys.argv = ['clarytree', 'demo', '--n-samples', '300']\n"
+        "runpy.run_module('clarytree', run_name='__main__')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=_WORKDIR["path"], timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "CLARITree (one-step lookahead)" in result.stdout
+
+
 def test_fit_predict_round_trip(data_csv, tmp_path):
     model = tmp_path / "model.joblib"
     tree_json = tmp_path / "tree.json"
