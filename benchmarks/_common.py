@@ -98,6 +98,52 @@ def regression_datasets(data_dir):
     return out
 
 
+def read_frame(path):
+    """Read a classification CSV as ``(X, y)``: a DataFrame and an int array.
+
+    Columns keep their types (strings stay categorical, blanks are missing
+    values): MBNDT handles them natively, the peers get an imputing one-hot
+    preprocessor. The target is the column named ``target``, else the last.
+    """
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    target = "target" if "target" in df.columns else df.columns[-1]
+    y = df[target].to_numpy()
+    if not np.issubdtype(y.dtype, np.integer):
+        y = np.unique(y, return_inverse=True)[1]
+    return df.drop(columns=target), np.ascontiguousarray(y, dtype=np.int64)
+
+
+def classification_datasets(data_dir):
+    """Classification tables of ``data_dir`` (smallest first), like :func:`regression_datasets`."""
+    data_dir = Path(data_dir)
+    manifest = data_dir / "MANIFEST.json"
+    out = []
+    if manifest.is_file():
+        for d in json.loads(manifest.read_text())["datasets"]:
+            if d.get("task") != "classification":
+                continue
+            out.append(
+                {
+                    "name": d["name"],
+                    "path": data_dir / d["file"],
+                    "rows": d.get("rows"),
+                    "n_features": d.get("n_features"),
+                    "n_binary": len(d.get("binary_features", [])),
+                    "n_continuous": len(d.get("continuous_features", [])),
+                    "n_categorical": len(d.get("categorical_features", [])),
+                }
+            )
+        out.sort(key=lambda d: (d["rows"] is None, d["rows"] or 0))
+        return out
+    for f in sorted((data_dir / "classification").glob("*.csv*")):
+        out.append({"name": f.name.split(".")[0], "path": f, "rows": None,
+                    "n_features": None, "n_binary": None, "n_continuous": None,
+                    "n_categorical": None})
+    return out
+
+
 def make_piecewise_linear(
     n_samples=1000, n_features=4, n_regimes=4, rho=0.5, noise=0.1, random_state=None
 ):

@@ -72,3 +72,39 @@ def test_candidates_respect_ties_and_min_leaf():
     # sorted: 1 2 2 3 4 5; thresholds after positions 0, 2, 3, 4
     assert candidates(x, 1).tolist() == [0, 2, 3, 4]
     assert candidates(x, 2).tolist() == [2, 3]
+
+
+def _clf(method, split, score, leaves, path):
+    return {"dataset": "d", "method": method, "kind": "test", "outer_split": str(split),
+            "metric": "balanced_accuracy", "eval_score": str(score), "train_score": "1.0",
+            "n_leaves": str(leaves), "mean_path_length": str(path), "fit_time_s": "0.1",
+            "note": ""}
+
+
+def test_render_classification_tables():
+    rows = [
+        _clf("mbndt", 0, 0.8, 4, 2.0), _clf("mbndt", 1, 0.9, 6, 3.0),
+        _clf("cart", 0, 0.7, 8, 3.0), _clf("cart", 1, 0.7, 8, 3.0),
+        _clf("xgboost", 0, 0.75, "", ""), _clf("xgboost", 1, 0.75, "", ""),
+    ]
+    assert rt.is_classification(rows)
+    assert not rt.is_classification([_path("greedy", 0, 1e-2, 0.7, 3.0, True)])
+    md = rt.render_classification(rows, {"d": {"rows": 10}})
+    assert "**0.8500 ± 0.0500**" in md          # MBNDT best on test
+    assert "5.0 ± 1.0" in md                     # MBNDT leaves
+    assert "| d | 10 | 2.50 ± 0.50 | 3.00 ± 0.00 | - |" in md   # path length
+
+
+def test_fit_one_classification_cart_row_schema():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=60), "b": rng.choice(["u", "v"], 60)})
+    X.loc[3, "a"] = np.nan
+    y = (X["a"].fillna(0) > 0).to_numpy().astype(int)
+    task = {"dataset": "d", "method": "cart", "kind": "test", "outer_split": 0,
+            "cfg": {"max_depth": 2, "time_limit": 60.0}}
+    row = rt.fit_one_classification(task, X.iloc[:40], y[:40], X.iloc[40:], y[40:])
+    assert row["note"] == ""
+    assert row["metric"] == "balanced_accuracy" and 0.0 <= row["eval_score"] <= 1.0
+    assert row["n_leaves"] >= 1 and 0.0 <= row["mean_path_length"] <= 2.0
+    assert set(row) <= set(rt.FIELDS)
