@@ -234,7 +234,6 @@ cdef class TreeBuilder:
         cdef bint restore = self.splitter.n_swept > 0
         cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
         cdef Py_ssize_t node = -1, mid, i, n_cand, feature = -1, bin = -1
-        cdef Py_ssize_t n_features = self.splitter.n_features
         cdef double leaf_loss = self.criterion.loss(total)
         cdef double leaf_objective = leaf_loss + self.leaf_cost
         cdef double objective, score, best
@@ -269,7 +268,8 @@ cdef class TreeBuilder:
                 return objective
         else:
             n_cand = self.splitter.max_candidates(m)
-            if not self._reserve(depth, n_cand, n_features * m):
+            # Saved orders (swept features) or the bin-sorted rows (histograms).
+            if not self._reserve(depth, n_cand, self.splitter.n_orders * m):
                 self.node_count = -1
                 return leaf_objective
             cand = self.cand[depth]
