@@ -58,6 +58,39 @@ def read_table(path):
     return X, y, names
 
 
+_COUNT_FIELDS = {
+    "n_binary": "binary_features",
+    "n_continuous": "continuous_features",
+    "n_categorical": "categorical_features",
+}
+
+
+def _datasets(data_dir, task, counts):
+    """Tables of one task: from ``MANIFEST.json`` when present, else by file name."""
+    data_dir = Path(data_dir)
+    manifest = data_dir / "MANIFEST.json"
+    if manifest.is_file():
+        return [
+            {
+                "name": d["name"],
+                "path": data_dir / d["file"],
+                "rows": d.get("rows"),
+                "n_features": d.get("n_features"),
+                **{key: len(d.get(_COUNT_FIELDS[key], [])) for key in counts},
+            }
+            for d in json.loads(manifest.read_text())["datasets"]
+            if d.get("task", "regression") == task
+        ]
+    files = sorted((data_dir / task).glob("*.csv*"))
+    if not files and task == "regression":
+        files = sorted(data_dir.glob("*.csv*"))
+    return [
+        {"name": f.name.split(".")[0], "path": f, "rows": None, "n_features": None,
+         **dict.fromkeys(counts)}
+        for f in files
+    ]
+
+
 def regression_datasets(data_dir):
     """Regression tables of ``data_dir`` as a list of dicts.
 
@@ -65,37 +98,7 @@ def regression_datasets(data_dir):
     ``n_continuous`` (from ``MANIFEST.json`` when present, else ``None`` for
     the counts, filled in when the table is loaded).
     """
-    data_dir = Path(data_dir)
-    manifest = data_dir / "MANIFEST.json"
-    out = []
-    if manifest.is_file():
-        for d in json.loads(manifest.read_text())["datasets"]:
-            if d.get("task", "regression") != "regression":
-                continue
-            out.append(
-                {
-                    "name": d["name"],
-                    "path": data_dir / d["file"],
-                    "rows": d.get("rows"),
-                    "n_features": d.get("n_features"),
-                    "n_binary": len(d.get("binary_features", [])),
-                    "n_continuous": len(d.get("continuous_features", [])),
-                }
-            )
-        return out
-    files = sorted((data_dir / "regression").glob("*.csv*")) or sorted(data_dir.glob("*.csv*"))
-    for f in files:
-        out.append(
-            {
-                "name": f.name.split(".")[0],
-                "path": f,
-                "rows": None,
-                "n_features": None,
-                "n_binary": None,
-                "n_continuous": None,
-            }
-        )
-    return out
+    return _datasets(data_dir, "regression", ("n_binary", "n_continuous"))
 
 
 def read_frame(path):
@@ -117,30 +120,8 @@ def read_frame(path):
 
 def classification_datasets(data_dir):
     """Classification tables of ``data_dir`` (smallest first), like :func:`regression_datasets`."""
-    data_dir = Path(data_dir)
-    manifest = data_dir / "MANIFEST.json"
-    out = []
-    if manifest.is_file():
-        for d in json.loads(manifest.read_text())["datasets"]:
-            if d.get("task") != "classification":
-                continue
-            out.append(
-                {
-                    "name": d["name"],
-                    "path": data_dir / d["file"],
-                    "rows": d.get("rows"),
-                    "n_features": d.get("n_features"),
-                    "n_binary": len(d.get("binary_features", [])),
-                    "n_continuous": len(d.get("continuous_features", [])),
-                    "n_categorical": len(d.get("categorical_features", [])),
-                }
-            )
-        out.sort(key=lambda d: (d["rows"] is None, d["rows"] or 0))
-        return out
-    for f in sorted((data_dir / "classification").glob("*.csv*")):
-        out.append({"name": f.name.split(".")[0], "path": f, "rows": None,
-                    "n_features": None, "n_binary": None, "n_continuous": None,
-                    "n_categorical": None})
+    out = _datasets(data_dir, "classification", ("n_binary", "n_continuous", "n_categorical"))
+    out.sort(key=lambda d: (d["rows"] is None, d["rows"] or 0))
     return out
 
 
