@@ -11,11 +11,6 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "datasets"
-
 _THREAD_VARS = (
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
@@ -34,6 +29,16 @@ def single_threaded_env():
     """
     for var in _THREAD_VARS:
         os.environ.setdefault(var, "1")
+
+
+# Pinned on import, before numpy loads its BLAS: the pools size themselves
+# once, so setting the variables after ``import numpy`` would be too late.
+single_threaded_env()
+
+import numpy as np  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "datasets"
 
 
 def read_table(path):

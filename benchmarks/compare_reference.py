@@ -45,28 +45,20 @@ about 1e-6 or better; rows above ``--rtol`` are flagged with ``!``.
 """
 
 import os
+import sys
 
-# Single-threaded BLAS/OpenMP everywhere; must happen before numpy is imported.
-for _var in (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-):
-    os.environ[_var] = "1"
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import argparse
 import csv
 import gzip
 import json
 import math
-import sys
 import time
 import traceback
 from pathlib import Path
 
+# Importing _common pins BLAS/OpenMP pools to one thread before numpy loads.
+import _common  # noqa: F401
 import numpy as np
 
 try:

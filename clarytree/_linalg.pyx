@@ -293,8 +293,7 @@ cdef class CholeskyState:
             raise ValueError("x and y must be finite")
         return x
 
-    def update(self, x, double y):
-        """Add the row ``(x, y)``; O(p^2)."""
+    def _rank_one(self, x, double y, bint remove, double tol):
         x = self._check_row(x, y)
         cdef double[:, ::1] R = self.factor
         cdef double[::1] z = self.z
@@ -302,11 +301,20 @@ cdef class CholeskyState:
         cdef double[::1] work = self._work
         cdef int info
         with nogil:
-            info = chol_update(&R[0, 0], &z[0], &xv[0], y, &work[0], self.p)
-        if info != 0:
+            if remove:
+                info = chol_downdate(&R[0, 0], &z[0], &xv[0], y, &work[0],
+                                     self.p, tol)
+            else:
+                info = chol_update(&R[0, 0], &z[0], &xv[0], y, &work[0], self.p)
+        if info == 0:
+            self.sum_y2 += -y * y if remove else y * y
+            self.n_rows += -1 if remove else 1
+        return info
+
+    def update(self, x, double y):
+        """Add the row ``(x, y)``; O(p^2)."""
+        if self._rank_one(x, y, False, 0.0) != 0:
             raise FloatingPointError("rank-one update produced non-finite values")
-        self.sum_y2 += y * y
-        self.n_rows += 1
 
     def downdate(self, x, double y, double tol=0.0):
         """Remove the row ``(x, y)``; O(p^2).
@@ -317,20 +325,7 @@ cdef class CholeskyState:
             False when the downdated matrix would not be positive definite
             (``||R^{-T} x||^2 >= 1 - tol``); the state is then unchanged.
         """
-        x = self._check_row(x, y)
-        cdef double[:, ::1] R = self.factor
-        cdef double[::1] z = self.z
-        cdef double[::1] xv = x
-        cdef double[::1] work = self._work
-        cdef int info
-        with nogil:
-            info = chol_downdate(&R[0, 0], &z[0], &xv[0], y, &work[0],
-                                 self.p, tol)
-        if info != 0:
-            return False
-        self.sum_y2 -= y * y
-        self.n_rows -= 1
-        return True
+        return self._rank_one(x, y, True, tol) == 0
 
     def refactor(self, Z, y, ridge):
         """Replace the state by a fresh factorization of ``Z^T Z + diag(ridge)``."""
