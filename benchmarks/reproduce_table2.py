@@ -562,10 +562,44 @@ def _same(a, b):
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
+FIXED_NOTE = "params from {} CV"
+
+
+def params_from_csv(paths, method):
+    """``{(dataset, outer split): (lambda, kappa)}`` that the CV of ``method`` selected."""
+    chosen = {}
+    for r in read_csv(paths):
+        if r["method"] == method and r["kind"] == "path" and _truthy(r["selected"]):
+            chosen[(r["dataset"], int(r["outer_split"]))] = (
+                _f(r["leaf_penalty"]), _f(r["ridge_alpha"]))
+    if not chosen:
+        raise ValueError(f"no CV-selected {method} fits in {[str(p) for p in paths]}")
+    return chosen
+
+
+def fixed_tasks(plans, chosen, params_method, cfg, debug=False):
+    """One refit per (dataset, method, outer split) at another method's CV choice."""
+    tasks = []
+    for name, method, splits in plans:
+        for s, (train, test, _) in splits.items():
+            if (name, s) not in chosen:
+                print(f"{name:<20} {method:<11} split {s}: no {params_method} selection, "
+                      "skipped", flush=True)
+                continue
+            lam, kap = chosen[(name, s)]
+            tasks.append({"dataset": name, "method": method, "kind": "path",
+                          "outer_split": s, "fold": "", "leaf_penalty": lam,
+                          "ridge_alpha": float("nan") if method in NO_KAPPA else kap,
+                          "cfg": cfg, "train_idx": train, "eval_idx": test, "debug": debug})
+    return tasks
+
+
 def run(args, datasets, methods):
     """Run the protocol; returns the list of CSV rows."""
     cfg = {"max_depth": args.max_depth, "n_thresholds": args.n_thresholds,
            "time_limit": args.time_limit}
+    chosen = (params_from_csv(args.params_from, args.params_method)
+              if args.params_from else None)
     runner = Runner(args.backend, args.n_jobs, args.scheduler)
     rows = []
     try:
@@ -580,6 +614,7 @@ def run(args, datasets, methods):
             for method in methods:
                 if args.budget:
                     n_fits = len(splits) * (
+                        1 if chosen is not None else
                         args.cv_folds * len(grid_for(method, args.lambdas, args.kappas))
                         + len(args.lambdas))
                     probe, m = _probe(method, cfg, args.lambdas, args.kappas, X, y,
@@ -599,6 +634,16 @@ def run(args, datasets, methods):
                                      "n_thresholds": args.n_thresholds})
                         continue
                 plans.append((d["name"], method, splits))
+
+        if chosen is not None:
+            tasks = fixed_tasks(plans, chosen, args.params_method, cfg, args.debug)
+            print(f"{len(tasks)} fits at the (λ, κ) selected for {args.params_method}",
+                  flush=True)
+            for r in runner.map(tasks, data, "fixed"):
+                r["selected"] = True
+                r["note"] = r["note"] or FIXED_NOTE.format(args.params_method)
+                rows.append(r)
+            return rows
 
         # Phase 1: inner CV over the grid.
         tasks = []
@@ -739,6 +784,14 @@ def summarize(rows):
             s["timed_out"] = any(_truthy(r["timed_out"]) for r in sel)
             s["lambdas"] = [_f(r["leaf_penalty"]) for r in sel]
             s["split_mse"] = dict(zip(s["splits"], s["test_mse"], strict=True))
+            s["fixed_params"] = any(str(r.get("note", "")).startswith("params from")
+                                    for r in sel)
+        if s.get("fixed_params"):
+            # One fit per split at another method's choice: no sweep to pick from.
+            s["oracle_r2"], s["oracle_mse"] = s["test_r2"], s["test_mse"]
+            s["oracle_timed_out"] = s["timed_out"]
+            s["oracle_split_mse"] = s["split_mse"]
+            continue
         # Paper-style: lambda with the best mean test R^2 over the splits.
         by_lam = {}
         for r in path:
@@ -809,7 +862,7 @@ def render(rows, dataset_info, ratio_to="lookahead1", note=""):
             denom = np.mean([theirs[i] for i in common])
             if denom > 1e-12 * max(num, 1e-300):
                 txt += f" ({_sci(num / denom)})"
-        return txt + ("*" if flag else "")
+        return txt + ("*" if flag else "") + ("‡" if s.get("fixed_params") else "")
 
     def best_marks(d, kind, cells):
         key = "test_r2" if kind == "test" else "oracle_r2"
@@ -874,7 +927,9 @@ def render(rows, dataset_info, ratio_to="lookahead1", note=""):
     skipped = [(k, v["skipped"]) for k, v in summ.items() if "skipped" in v]
     out.append("Marks: **bold** best mean; `*` the selected configuration exceeded the time "
                "limit in at least one outer split (STreeD: stopped without optimality proof; "
-               "others: fit longer than the limit); `†` skipped by the time budget.")
+               "others: fit longer than the limit); `†` skipped by the time budget; `‡` reduced "
+               "protocol: no inner CV, each outer split fitted once at the (λ, κ) that another "
+               "method's CV selected (`--params-from`).")
     for (d, m), why in sorted(skipped):
         out.append(f"- † {d} / {METHODS.get(m, m)}: {why}")
     if note:
@@ -994,6 +1049,12 @@ def parse_args(argv=None):
     p.add_argument("--budget", type=float, default=None,
                    help="skip a (dataset, method) estimated to take longer (seconds)")
     p.add_argument("--probe-rows", type=int, default=500)
+    p.add_argument("--params-from", nargs="+", type=Path, default=None, metavar="CSV",
+                   help="reduced protocol for expensive methods: no inner CV; each outer "
+                        "split is fitted once with the (lambda, kappa) that the CV of "
+                        "--params-method selected in these fits.csv files")
+    p.add_argument("--params-method", default="lookahead1",
+                   help="whose CV-selected (lambda, kappa) --params-from reuses")
     p.add_argument("--no-path", dest="path", action="store_false",
                    help="refit only the selected lambda (no lambda path, no Pareto data)")
     p.add_argument("--n-jobs", type=int, default=1)

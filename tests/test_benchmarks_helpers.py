@@ -67,6 +67,41 @@ def test_summary_and_ratio_over_common_splits():
     assert "**0.850 ± 0.050**" in md
 
 
+def test_params_from_reuses_the_cv_choice_of_another_method(tmp_path):
+    rows = [
+        {**_path("lookahead1", 0, 1e-2, 0.8, 2.0, True), "ridge_alpha": "0.001"},
+        {**_path("lookahead1", 0, 1e-3, 0.9, 1.0, False), "ridge_alpha": "0.01"},
+        {**_path("lookahead1", 1, 1e-3, 0.9, 1.0, True), "ridge_alpha": "0.1"},
+        {**_path("greedy", 1, 1e-4, 0.9, 1.0, True), "ridge_alpha": "0.1"},
+    ]
+    csv_path = tmp_path / "fits.csv"
+    rt.write_csv(rows, csv_path)
+    chosen = rt.params_from_csv([csv_path], "lookahead1")
+    assert chosen == {("d", 0): (1e-2, 1e-3), ("d", 1): (1e-3, 1e-1)}
+    with pytest.raises(ValueError, match="no CV-selected streed"):
+        rt.params_from_csv([csv_path], "streed")
+
+    train, test = np.arange(8), np.arange(8, 10)
+    splits = {0: (train, test, []), 1: (train, test, []), 2: (train, test, [])}
+    tasks = rt.fixed_tasks([("d", "lookahead2", splits), ("d", "cart", splits)], chosen,
+                           "lookahead1", cfg={})
+    # Split 2 has no lookahead1 choice; CART takes no kappa.
+    assert [(t["method"], t["outer_split"]) for t in tasks] == [
+        ("lookahead2", 0), ("lookahead2", 1), ("cart", 0), ("cart", 1)]
+    assert tasks[1]["leaf_penalty"] == 1e-3 and tasks[1]["ridge_alpha"] == 1e-1
+    assert math.isnan(tasks[2]["ridge_alpha"])
+    assert all(t["kind"] == "path" for t in tasks)
+
+    fixed = [{**_path("lookahead2", s, lam, r2, 1.0, True),
+              "note": rt.FIXED_NOTE.format("lookahead1")}
+             for s, lam, r2 in ((0, 1e-2, 0.7), (1, 1e-3, 0.9))]
+    summ = rt.summarize(fixed)[("d", "lookahead2")]
+    # One fit per split at differing lambdas: the best-lambda convention is that fit.
+    assert np.allclose(summ["oracle_r2"], [0.7, 0.9])
+    md = rt.render(fixed, {"d": {}})
+    assert "0.800 ± 0.100‡" in md
+
+
 def test_candidates_respect_ties_and_min_leaf():
     x = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 4.0])
     # sorted: 1 2 2 3 4 5; thresholds after positions 0, 2, 3, 4
