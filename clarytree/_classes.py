@@ -18,7 +18,8 @@ from ._tree import TREE_LEAF, Tree
 # Ridge entry of the unpenalized intercept: keeps the Gram matrix of an empty
 # or one-row node positive definite without biasing the intercept.
 INTERCEPT_RIDGE = 1e-12
-# Standard deviations below this are treated as 1 (constant columns).
+# Standard deviations below this fraction of a column's magnitude are treated
+# as 1 (numerically constant columns).
 STD_FLOOR = 1e-12
 
 _SEMANTICS = """
@@ -31,8 +32,11 @@ _SEMANTICS = """
     where ``n`` is the number of training rows, ``TSS = sum (y - mean(y))^2``
     and ``beta_leaf`` are the leaf's coefficients on the regression features
     z-scored with the global training mean and population standard deviation
-    (a standard deviation below 1e-12 counts as 1).  The intercept is not
-    penalized (its ridge entry is 1e-12).  ``leaf_penalty`` is therefore a
+    (a standard deviation below 1e-12 of the column's magnitude counts as 1).
+    The intercept is not penalized (its ridge entry is 1e-12).  The fit is
+    equivariant to the units of X and y: very large or very small values are
+    rescaled by powers of two inside, so their squares neither overflow nor
+    vanish.  ``leaf_penalty`` is therefore a
     fraction of the total variance paid per leaf and ``ridge_alpha`` a
     per-sample ridge strength on standardized features.  Leaf coefficients
     are reported in original units.
@@ -62,6 +66,33 @@ _SEMANTICS = """
     (plus its leaf penalty).  Among equally good candidates the first in
     feature order, then threshold order, wins.
 """
+
+
+def _pow2_magnitude(a, axis=None):
+    """Power of two near ``max |a|`` (1 where that is 0): dividing by it is exact."""
+    top = np.max(np.abs(a), axis=axis, initial=0.0)
+    return np.exp2(np.floor(np.log2(np.where(top > 0, top, 1.0))))
+
+
+def _column_moments(X):
+    """Column means and standard deviations (1 for numerically constant columns).
+
+    Computed on the columns divided by a power of two near their magnitude,
+    so huge values do not overflow the squares and tiny ones do not count as
+    constant; for ordinary data the result is bitwise that of ``X.std``.
+    """
+    scale = _pow2_magnitude(X, axis=0)
+    scaled = X / scale
+    std = scaled.std(axis=0)
+    return scaled.mean(axis=0) * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
+
+
+def _target_centre_scale(y):
+    """``(mean(y), s)`` with ``s`` a power of two near ``max |y - mean(y)|``."""
+    magnitude = _pow2_magnitude(y)
+    scaled = y / magnitude
+    centre = scaled.mean()
+    return float(centre * magnitude), float(_pow2_magnitude(scaled - centre) * magnitude)
 
 
 def _validate_regression_features(spec, X_raw, n_features, feature_names):
@@ -183,11 +214,12 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         self.regression_features_ = reg
         self.split_only_features_ = np.setdiff1d(np.arange(n_features), reg)
 
-        mean = X[:, reg].mean(axis=0)
-        std = X[:, reg].std(axis=0)
-        std = np.where(std < STD_FLOOR, 1.0, std)
-        y_mean = float(y.mean())
-        y_centred = y - y_mean
+        mean, std = _column_moments(X[:, reg])
+        # The builder sees (y - y_mean) / y_scale with y_scale a power of two:
+        # every objective is homogeneous of degree 2 in y, so this is exact
+        # and only keeps squares of very large or very small targets finite.
+        y_mean, y_scale = _target_centre_scale(y)
+        y_centred = (y - y_mean) / y_scale
         tss = float(y_centred @ y_centred)
 
         p = 1 + reg.shape[0]
@@ -223,6 +255,9 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
                               float(self.leaf_penalty) * tss, msl, progress)
         objective, nodes = builder.build()
         self.n_candidate_evaluations_ = builder.n_evaluations
+        objective *= y_scale * y_scale
+        nodes["node_objective"] = nodes["node_objective"] * (y_scale * y_scale)
+        nodes["coef"] = nodes["coef"] * y_scale
 
         self.objective_ = float(objective)
         self.tree_ = self._make_tree(nodes, reg, mean, std, y_mean, n_features)

@@ -273,6 +273,45 @@ def test_degenerate_data_gives_correct_models(Estimator):
 
 
 @pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+@pytest.mark.parametrize("x_scale, y_scale", [
+    (1e200, 1.0), (1e-200, 1.0), (1e-14, 1.0), (1.0, 1e160), (1.0, 1e-160),
+    (1e-100, 1e100), (3.0, 0.1),
+])
+def test_fit_is_scale_equivariant_at_extreme_magnitudes(leaf_model, x_scale, y_scale):
+    """Units must not matter: no overflowing squares, no tiny column taken as constant."""
+    X, y = make_data(3, n=240)
+    units = np.array([x_scale, x_scale, x_scale, 1.0])    # the 0/1 column stays binary
+    base = CLARITreeRegressor(max_depth=3, leaf_model=leaf_model).fit(X, y)
+    # Underflow is allowed: objectives of a 1e-160 target are below the normal range.
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        model = CLARITreeRegressor(max_depth=3, leaf_model=leaf_model).fit(
+            X * units, y * y_scale)
+        pred = model.predict(X * units)
+    tree, ref = model.tree_, base.tree_
+    np.testing.assert_array_equal(tree.feature, ref.feature)
+    np.testing.assert_array_equal(tree.children_left, ref.children_left)
+    internal = ref.feature >= 0
+    np.testing.assert_allclose(tree.threshold[internal] / units[ref.feature[internal]],
+                               ref.threshold[internal], rtol=1e-12)
+    np.testing.assert_allclose(pred / y_scale, base.predict(X), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(model.leaf_coefs_ * units / y_scale, base.leaf_coefs_,
+                               rtol=1e-9, atol=1e-12)
+    expected = base.objective_ * y_scale * y_scale
+    if 1e-290 < expected < 1e290:       # else not representable in y's units
+        assert model.objective_ == pytest.approx(expected, rel=1e-10)
+
+
+def test_power_of_two_target_scaling_is_exact():
+    """The target is rescaled by powers of two inside: objectives scale exactly."""
+    X, y = make_data(4, n=240)
+    base = CLARITreeRegressor(max_depth=3).fit(X, y)
+    model = CLARITreeRegressor(max_depth=3).fit(X, y * 2.0**40)
+    assert model.objective_ == base.objective_ * 2.0**80
+    np.testing.assert_array_equal(model.tree_.node_objective,
+                                  base.tree_.node_objective * 2.0**80)
+
+
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
 def test_exact_ties_go_to_the_first_feature(leaf_model):
     """Splitting x0 then x1 or x1 then x0 gives the same four leaves: a tie.
 
