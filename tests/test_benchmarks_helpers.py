@@ -102,6 +102,32 @@ def test_params_from_reuses_the_cv_choice_of_another_method(tmp_path):
     assert "0.800 ± 0.100‡" in md
 
 
+def test_paper_comparison_counts_gaps_in_paper_stds():
+    rows = [_path("lookahead1", s, 1e-2, r2, 1.0, True) for s, r2 in ((0, 0.80), (1, 0.82))]
+    rows += [_path("greedy", s, 1e-2, r2, 1.0, True) for s, r2 in ((0, 0.70), (1, 0.72))]
+    paper = {("d", "claritree"): {"test_r2_mean": "0.80", "test_r2_std": "0.02",
+                                  "timed_out": "False"},
+             ("d", "greedy"): {"test_r2_mean": "0.80", "test_r2_std": "0.05",
+                               "timed_out": "True"}}
+    lines, short = rt.render_paper(rt.summarize(rows), ["d"], paper)
+    row = next(line for line in lines if line.startswith("| d |"))
+    # Ours 0.81 vs 0.80 +- 0.02: +0.5 sigma; greedy 0.71 vs 0.80 +- 0.05: -1.8 sigma.
+    assert "0.80 ± 0.02 | 0.810 ± 0.010 | +0.5" in row
+    assert "0.80 ± 0.05* | 0.710 ± 0.010 | -1.8" in row
+    assert [(d, m) for d, m, *_ in short] == [("d", "greedy")]
+    assert rt.render_paper(rt.summarize(rows), ["d"], {}) == ([], [])
+
+
+def test_published_table_covers_every_dataset_and_our_columns():
+    paper = rt.read_paper_table()
+    names = {d for d, _ in paper}
+    assert len(names) == 16 and len(paper) == 16 * 7
+    for name in names:
+        for column in rt.PAPER_COLUMN.values():
+            r = paper[(name, column)]
+            assert -1e3 < float(r["test_r2_mean"]) <= 1.0 and float(r["test_r2_std"]) >= 0
+
+
 def test_candidates_respect_ties_and_min_leaf():
     x = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 4.0])
     # sorted: 1 2 2 3 4 5; thresholds after positions 0, 2, 3, 4
