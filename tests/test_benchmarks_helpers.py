@@ -65,6 +65,11 @@ def test_summary_and_ratio_over_common_splits():
     # greedy MSE 3.0 against lookahead1's 2.0 on the common split 0.
     assert "(1.50)" in md
     assert "**0.850 ± 0.050**" in md
+    # A baseline whose R² prints as 1.00 gets no (unstable) ratio, as in the paper.
+    exact = [_path("lookahead1", 0, 1e-2, 0.999, 1e-9, True),
+             _path("greedy", 0, 1e-2, 0.99, 1e-5, True)]
+    md = rt.render(exact, {"d": {}})
+    assert "0.990 ± 0.000 |" in md and "(1.0e+04)" not in md
 
 
 def test_params_from_reuses_the_cv_choice_of_another_method(tmp_path):
