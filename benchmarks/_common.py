@@ -130,43 +130,23 @@ def classification_datasets(data_dir):
     return out
 
 
-def make_piecewise_linear(
-    n_samples=1000, n_features=4, n_regimes=4, rho=0.5, noise=0.1, random_state=None
-):
-    """The paper's appendix D.3 design; ``clarytree.datasets`` when available.
+def make_piecewise_linear(**params):
+    """The paper's appendix D.3 design, :func:`clarytree.datasets.make_piecewise_linear`.
 
-    The fallback mirrors :func:`clarytree.datasets.make_piecewise_linear`
-    (AR(1) features with covariance ``rho^|j-r|``, regimes at the population
-    quantiles of feature 0, exactly linear within each regime).
+    Imported on call, so the module stays importable where only a peer is
+    installed (tables from a data folder need no clarytree).
     """
-    try:
-        from clarytree.datasets import make_piecewise_linear as gen
-    except ImportError:
-        gen = None
-    if gen is not None:
-        return gen(
-            n_samples=n_samples,
-            n_features=n_features,
-            n_regimes=n_regimes,
-            rho=rho,
-            noise=noise,
-            random_state=random_state,
-        )
-    from scipy.special import ndtri
+    from clarytree.datasets import make_piecewise_linear as generate
 
-    rng = np.random.default_rng(random_state)
-    innov = rng.standard_normal((n_samples, n_features))
-    X = np.empty((n_samples, n_features))
-    X[:, 0] = innov[:, 0]
-    scale = np.sqrt(1.0 - rho * rho)
-    for j in range(1, n_features):
-        X[:, j] = rho * X[:, j - 1] + scale * innov[:, j]
-    regime = np.searchsorted(ndtri(np.arange(1, n_regimes) / n_regimes), X[:, 0])
-    d = 1.0 / np.arange(1, n_features + 1)
-    s = 1.0 + np.arange(n_regimes)
-    betas = s[:, None] * d[None, :] * rng.standard_normal((n_regimes, n_features))
-    y = np.einsum("ij,ij->i", X, betas[regime]) + noise * rng.standard_normal(n_samples)
-    return X, y
+    return generate(**params)
+
+
+def as_float(value):
+    """``float(value)``, NaN for empty or non-numeric CSV cells."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def synthetic_datasets():
@@ -180,8 +160,8 @@ def synthetic_datasets():
         out.append(
             {
                 "name": name,
-                "loader": (lambda n=n, k=k, s=seed: make_piecewise_linear(n, k, noise=0.5,
-                                                                          random_state=s)),
+                "loader": (lambda n=n, k=k, s=seed: make_piecewise_linear(
+                    n_samples=n, n_features=k, noise=0.5, random_state=s)),
                 "rows": n,
                 "n_features": k,
                 "n_binary": 0,

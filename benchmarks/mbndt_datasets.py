@@ -68,13 +68,7 @@ def main(argv=None):
     ns = parser.parse_args(argv)
 
     args = rt.parse_args(_translate(ns))
-    status = rt.available_methods()
-    methods = []
-    for m in args.methods:
-        if status[m] is None:
-            methods.append(m)
-        else:
-            print(f"skipping {m}: {status[m]}", file=sys.stderr)
+    methods, status = rt.runnable_methods(args.methods)
     if "mbndt" not in methods:
         parser.error(status["mbndt"])
     known = {d["name"] for d in rt.classification_datasets(args.data_dir)}
@@ -86,9 +80,9 @@ def main(argv=None):
     rows = rt.run_classification(args, datasets, methods)
     for r in rows:
         print(f"{r['dataset']:>36s} split {r['outer_split']} {r['method']:>8s}: "
-              f"bacc {rt._f(r.get('eval_score')):.4f} leaves {r.get('n_leaves') or '-':>5} "
-              f"path {rt._f(r.get('mean_path_length')):.2f} "
-              f"fit {rt._f(r.get('fit_time_s')):.2f}s", flush=True)
+              f"bacc {rt.as_float(r.get('eval_score')):.4f} leaves {r.get('n_leaves') or '-':>5} "
+              f"path {rt.as_float(r.get('mean_path_length')):.2f} "
+              f"fit {rt.as_float(r.get('fit_time_s')):.2f}s", flush=True)
     if ns.out:
         rt.write_csv(rows, ns.out)
     print()

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import single_threaded_env
+from _common import as_float, single_threaded_env
 
 single_threaded_env()
 
@@ -47,25 +47,19 @@ STYLE = {
 }
 
 
-def _f(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
 
 def curves(rows):
     """``{dataset: {method: list of per-lambda dicts}}`` from ``path`` rows."""
     acc = {}
     for r in rows:
-        if r.get("kind") != "path" or not np.isfinite(_f(r.get("eval_r2"))):
+        if r.get("kind") != "path" or not np.isfinite(as_float(r.get("eval_r2"))):
             continue
-        key = (r["dataset"], r["method"], _f(r["leaf_penalty"]))
+        key = (r["dataset"], r["method"], as_float(r["leaf_penalty"]))
         a = acc.setdefault(key, {"r2": [], "leaves": [], "time": [], "timed_out": False})
-        a["r2"].append(_f(r["eval_r2"]))
-        a["leaves"].append(_f(r["n_leaves"]))
-        cpu = _f(r.get("fit_cpu_s"))
-        a["time"].append(cpu if np.isfinite(cpu) else _f(r["fit_time_s"]))
+        a["r2"].append(as_float(r["eval_r2"]))
+        a["leaves"].append(as_float(r["n_leaves"]))
+        cpu = as_float(r.get("fit_cpu_s"))
+        a["time"].append(cpu if np.isfinite(cpu) else as_float(r["fit_time_s"]))
         a["timed_out"] |= str(r.get("timed_out")).lower() in ("true", "1")
     out = {}
     for (d, m, lam), a in acc.items():
@@ -137,8 +131,8 @@ def run_path(args):
                     r = fit_one(task, X[tr], y[tr], X[te], y[te])
                     rows.append(r)
                     print(f"{d['name']:<18} {method:<11} split {s} lambda {lam:<7g} "
-                          f"R2 {_f(r['eval_r2']):.4f} leaves {r.get('n_leaves', '-')} "
-                          f"{_f(r.get('fit_time_s')):.3f}s", flush=True)
+                          f"R2 {as_float(r['eval_r2']):.4f} leaves {r.get('n_leaves', '-')} "
+                          f"{as_float(r.get('fit_time_s')):.3f}s", flush=True)
     return rows
 
 

@@ -111,6 +111,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     DEFAULT_DATA_DIR,
+    as_float,
     classification_datasets,
     read_frame,
     read_table,
@@ -123,6 +124,7 @@ single_threaded_env()
 
 import argparse
 import csv
+import importlib
 import json
 import math
 import time
@@ -187,48 +189,38 @@ FIELDS = (
 # --------------------------------------------------------------------------- fitting
 
 
+# method -> (module it needs, what to say when that module is missing)
+_REQUIREMENTS = {
+    "lookahead1": ("clarytree", "clarytree not importable"),
+    "lookahead2": ("clarytree", "clarytree not importable"),
+    "greedy": ("clarytree", "clarytree not importable"),
+    "cart": ("sklearn", "scikit-learn not installed"),
+    "streed": ("pystreed", "pystreed not installed (pip install pystreed)"),
+    "reference": ("clari_tree", "reference claritree (clari_tree) not installed"),
+    "mbndt": ("clarytree.mbndt", "clarytree.mbndt not importable (it needs torch)"),
+    "xgboost": ("xgboost", "xgboost not installed"),
+}
+
+
 def available_methods():
     """Which methods can be imported here; returns ``{method: reason or None}``."""
     status = {}
-    try:
-        import clarytree  # noqa: F401
-
-        ours = None
-    except ImportError as exc:
-        ours = f"clarytree not importable ({exc})"
-    for m in ("lookahead1", "lookahead2", "greedy"):
-        status[m] = ours
-    try:
-        import sklearn  # noqa: F401
-
-        status["cart"] = None
-    except ImportError:
-        status["cart"] = "scikit-learn not installed"
-    try:
-        import pystreed  # noqa: F401
-
-        status["streed"] = None
-    except ImportError:
-        status["streed"] = "pystreed not installed (pip install pystreed)"
-    try:
-        import clari_tree  # noqa: F401
-
-        status["reference"] = None
-    except ImportError:
-        status["reference"] = "reference claritree (clari_tree) not installed"
-    try:
-        import clarytree.mbndt  # noqa: F401
-
-        status["mbndt"] = None
-    except ImportError as exc:
-        status["mbndt"] = f"clarytree.mbndt not importable ({exc}; it needs torch)"
-    try:
-        import xgboost  # noqa: F401
-
-        status["xgboost"] = None
-    except ImportError:
-        status["xgboost"] = "xgboost not installed"
+    for method, (module, missing) in _REQUIREMENTS.items():
+        try:
+            importlib.import_module(module)
+            status[method] = None
+        except ImportError as exc:
+            status[method] = f"{missing}: {exc}"
     return status
+
+
+def runnable_methods(requested):
+    """``(methods of requested that can run here, status)``; says why others are skipped."""
+    status = available_methods()
+    for m in requested:
+        if status[m] is not None:
+            print(f"skipping {m}: {status[m]}", file=sys.stderr)
+    return [m for m in requested if status[m] is None], status
 
 
 def _binary_columns(X):
@@ -571,7 +563,7 @@ def params_from_csv(paths, method):
     for r in read_csv(paths):
         if r["method"] == method and r["kind"] == "path" and _truthy(r["selected"]):
             chosen[(r["dataset"], int(r["outer_split"]))] = (
-                _f(r["leaf_penalty"]), _f(r["ridge_alpha"]))
+                as_float(r["leaf_penalty"]), as_float(r["ridge_alpha"]))
     if not chosen:
         raise ValueError(f"no CV-selected {method} fits in {[str(p) for p in paths]}")
     return chosen
@@ -741,12 +733,6 @@ def read_csv(paths):
     return rows
 
 
-def _f(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
 
 def _truthy(v):
     return str(v).strip().lower() in ("true", "1", "yes")
@@ -762,27 +748,27 @@ def summarize(rows):
             continue
         if r["kind"] == "cv":
             s = out.setdefault(key, {})
-            s["cv_time"] = s.get("cv_time", 0.0) + _nan0(_f(r["fit_time_s"]))
+            s["cv_time"] = s.get("cv_time", 0.0) + _nan0(as_float(r["fit_time_s"]))
             s["cv_fits"] = s.get("cv_fits", 0) + 1
             s["cv_timeouts"] = s.get("cv_timeouts", 0) + _truthy(r["timed_out"])
         if r["kind"] == "path":
             s = out.setdefault(key, {})
             s.setdefault("path", []).append(r)
-            s["path_time"] = s.get("path_time", 0.0) + _nan0(_f(r["fit_time_s"]))
+            s["path_time"] = s.get("path_time", 0.0) + _nan0(as_float(r["fit_time_s"]))
     for s in out.values():
         path = s.get("path", [])
         sel = [r for r in path if _truthy(r["selected"])]
         sel.sort(key=lambda r: int(r["outer_split"]))
         if sel:
             s["splits"] = [int(r["outer_split"]) for r in sel]
-            s["test_r2"] = np.array([_f(r["eval_r2"]) for r in sel])
-            s["test_mse"] = np.array([_f(r["eval_mse"]) for r in sel])
-            s["train_r2"] = np.array([_f(r["train_r2"]) for r in sel])
-            s["leaves"] = np.array([_f(r["n_leaves"]) for r in sel])
-            s["fit_time"] = np.array([_f(r["fit_time_s"]) for r in sel])
-            s["fit_cpu"] = np.array([_f(r.get("fit_cpu_s")) for r in sel])
+            s["test_r2"] = np.array([as_float(r["eval_r2"]) for r in sel])
+            s["test_mse"] = np.array([as_float(r["eval_mse"]) for r in sel])
+            s["train_r2"] = np.array([as_float(r["train_r2"]) for r in sel])
+            s["leaves"] = np.array([as_float(r["n_leaves"]) for r in sel])
+            s["fit_time"] = np.array([as_float(r["fit_time_s"]) for r in sel])
+            s["fit_cpu"] = np.array([as_float(r.get("fit_cpu_s")) for r in sel])
             s["timed_out"] = any(_truthy(r["timed_out"]) for r in sel)
-            s["lambdas"] = [_f(r["leaf_penalty"]) for r in sel]
+            s["lambdas"] = [as_float(r["leaf_penalty"]) for r in sel]
             s["split_mse"] = dict(zip(s["splits"], s["test_mse"], strict=True))
             s["fixed_params"] = any(str(r.get("note", "")).startswith("params from")
                                     for r in sel)
@@ -795,22 +781,22 @@ def summarize(rows):
         # Paper-style: lambda with the best mean test R^2 over the splits.
         by_lam = {}
         for r in path:
-            by_lam.setdefault(_f(r["leaf_penalty"]), []).append(r)
+            by_lam.setdefault(as_float(r["leaf_penalty"]), []).append(r)
         n_splits = max((len(v) for v in by_lam.values()), default=0)
         best = None
         for lam, rs in by_lam.items():
             if len(rs) < n_splits:
                 continue
-            score = np.nanmean([_f(r["eval_r2"]) for r in rs])
+            score = np.nanmean([as_float(r["eval_r2"]) for r in rs])
             if best is None or score > best[0]:
                 best = (score, lam, rs)
         if best is not None:
             rs = sorted(best[2], key=lambda r: int(r["outer_split"]))
-            s["oracle_r2"] = np.array([_f(r["eval_r2"]) for r in rs])
-            s["oracle_mse"] = np.array([_f(r["eval_mse"]) for r in rs])
+            s["oracle_r2"] = np.array([as_float(r["eval_r2"]) for r in rs])
+            s["oracle_mse"] = np.array([as_float(r["eval_mse"]) for r in rs])
             s["oracle_lambda"] = best[1]
             s["oracle_timed_out"] = any(_truthy(r["timed_out"]) for r in rs)
-            s["oracle_split_mse"] = {int(r["outer_split"]): _f(r["eval_mse"]) for r in rs}
+            s["oracle_split_mse"] = {int(r["outer_split"]): as_float(r["eval_mse"]) for r in rs}
     return out
 
 
@@ -1020,7 +1006,7 @@ def render_classification(rows, dataset_info, note=""):
 
     def arr(d, m, col):
         rs = sorted(cells.get((d, m), []), key=lambda r: int(r["outer_split"]))
-        return np.array([_f(r.get(col)) for r in rs]) if rs else None
+        return np.array([as_float(r.get(col)) for r in rs]) if rs else None
 
     def mean_cell(a, digits):
         if a is None:
@@ -1210,13 +1196,7 @@ def main(argv=None):
         print(md)
         return
 
-    status = available_methods()
-    methods = []
-    for m in args.methods:
-        if status[m] is None:
-            methods.append(m)
-        else:
-            print(f"skipping {m}: {status[m]}", file=sys.stderr)
+    methods, _ = runnable_methods(args.methods)
     if not methods:
         sys.exit("no method can run here")
     datasets = select_datasets(args)

@@ -434,9 +434,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        raw = self._validate_predict_input(X)
-        leaves = self.tree_.apply(raw)
-        return self.tree_.value[leaves].copy()
+        return self.tree_.value[self.apply(X)]
 
     def predict(self, X):
         """Predicted class of every sample.
@@ -505,9 +503,7 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         -------
         ndarray of shape (n_samples,)
         """
-        raw = self._validate_predict_input(X)
-        leaves = self.tree_.apply(raw)
-        return self.tree_.value[leaves, 0].copy()
+        return self.tree_.value[self.apply(X), 0]
 
 
 def export_text(estimator, *, feature_names=None, decimals=4, show_samples=False):
