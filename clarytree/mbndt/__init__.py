@@ -434,7 +434,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return self.tree_.value[self.apply(X)]
+        leaves = self.apply(X)     # validates and checks fitted first
+        return self.tree_.value[leaves]
 
     def predict(self, X):
         """Predicted class of every sample.
@@ -503,7 +504,8 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.tree_.value[self.apply(X), 0]
+        leaves = self.apply(X)
+        return self.tree_.value[leaves, 0]
 
 
 def export_text(estimator, *, feature_names=None, decimals=4, show_samples=False):
