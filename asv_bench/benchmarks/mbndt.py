@@ -16,6 +16,7 @@ class MBNDTEpoch:
     def setup(self, n, n_restarts):
         try:
             import torch
+
             from clarytree.mbndt import MBNDTClassifier
         except ImportError as exc:
             raise NotImplementedError(f"MBNDT unavailable: {exc}") from exc
