@@ -6,12 +6,19 @@ each leaf) and, where it makes sense, a fitted MBNDT estimator from
 :mod:`clarytree.mbndt` (multiway trees with a constant value or class
 probabilities in each leaf).
 
+The public functions are family-independent: each asks the fitted tree's
+*family* (a :class:`TreeFamily` registered for the class of ``estimator.tree_``)
+for node views, leaf rows and the dict conversion. The CLARITree family lives
+here; MBNDT registers its own from :mod:`clarytree.mbndt` (the core never
+imports that submodule's internals).
+
 Thresholds are always printed with ``repr(float)``, the shortest decimal
 string that reads back as the same float, so a printed tree routes every row
 exactly as the model does; ``decimals`` only rounds leaf coefficients and
 values.
 """
 
+import importlib
 import numbers
 
 import numpy as np
@@ -43,12 +50,94 @@ _TREE_ARRAYS = (
 
 
 # --------------------------------------------------------------------------
-# Recognizing the two tree families
+# The family registry
 # --------------------------------------------------------------------------
 
 
+class TreeFamily:
+    """What the export functions need to know about one kind of fitted tree.
+
+    A family is registered with :func:`register_tree_family` for the class of
+    its fitted ``tree_`` and for the estimator classes that hold such trees.
+    Subclasses implement the methods below; the public functions of this
+    module only call them.
+
+    Attributes
+    ----------
+    tests_in_nodes : bool
+        Drawings put a node's test inside the node and ``yes``/``no`` on its
+        edges (binary trees); otherwise every child shows the condition that
+        leads to it (multiway trees, whose sibling labels would collide).
+    """
+
+    tests_in_nodes = False
+
+    def view(self, estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
+             threshold_format=None):
+        """Return ``(children, edge_labels, node_texts)``, one entry per node.
+
+        ``short_edges`` drops the feature name from edge labels (drawings show
+        it on the node); ``threshold_format`` replaces the exact threshold
+        format. A leaf's text starts with ``"leaf {id}{sep}"``.
+        """
+        raise NotImplementedError
+
+    def leaf_rows(self, estimator, names):
+        """Return ``(records, columns)`` of :func:`leaf_table`, leaves in preorder."""
+        raise NotImplementedError
+
+    def to_dict(self, estimator):
+        """Family-specific entries of :func:`to_dict` (``tree`` and any extras)."""
+        raise NotImplementedError
+
+    def restore(self, estimator, data):
+        """Set the fitted attributes of ``estimator`` from :func:`to_dict` output."""
+        raise NotImplementedError
+
+    def regions(self, estimator, features, fixed, box):
+        """Leaf boxes ``(regions, splits)`` in the plane of ``features``, or None.
+
+        None makes :func:`plot_partition` evaluate ``predict`` on a grid only.
+        """
+        return None
+
+    def leaf_values(self, estimator, leaf, points):
+        """The model of ``leaf`` evaluated at full rows ``points``."""
+        raise NotImplementedError
+
+
+_FAMILIES = {}      # class of a fitted tree_ -> TreeFamily
+_ESTIMATORS = {}    # estimator class name -> (estimator class, TreeFamily)
+# Optional submodules that register families on import (public names only).
+_OPTIONAL_FAMILIES = ("clarytree.mbndt",)
+
+
+def register_tree_family(tree_class, family, estimator_classes=()):
+    """Register ``family`` for fitted trees of ``tree_class``.
+
+    Parameters
+    ----------
+    tree_class : type
+        Class of the ``tree_`` attribute of fitted estimators of this family.
+    family : TreeFamily
+    estimator_classes : iterable of type
+        Estimators whose :func:`to_dict` output :func:`from_dict` rebuilds
+        with this family (looked up by class name).
+    """
+    _FAMILIES[tree_class] = family
+    for cls in estimator_classes:
+        _ESTIMATORS[cls.__name__] = (cls, family)
+
+
+def _lookup_family(tree):
+    for cls in type(tree).__mro__:
+        if cls in _FAMILIES:
+            return _FAMILIES[cls]
+    return None
+
+
 def _family(estimator):
-    """Return ``"binary"`` (CLARITree family) or ``"multiway"`` (MBNDT)."""
+    """The registered :class:`TreeFamily` of a fitted estimator's ``tree_``."""
     if isinstance(estimator, type):
         raise TypeError("expected a fitted estimator instance, got a class")
     if not hasattr(estimator, "fit"):
@@ -56,15 +145,31 @@ def _family(estimator):
             f"expected a fitted clarytree estimator, got {type(estimator).__name__}"
         )
     check_is_fitted(estimator, "tree_")
-    tree = estimator.tree_
-    if hasattr(tree, "children_left") and hasattr(tree, "intercept"):
-        return "binary"
-    if hasattr(tree, "children_ptr") and hasattr(tree, "cuts"):
-        return "multiway"
-    raise TypeError(
-        f"{type(estimator).__name__} is not a clarytree estimator: its tree_ is a "
-        f"{type(tree).__name__}"
-    )
+    family = _lookup_family(estimator.tree_)
+    if family is None:
+        raise TypeError(
+            f"{type(estimator).__name__} is not a clarytree estimator: its tree_ is a "
+            f"{type(estimator.tree_).__name__}"
+        )
+    return family
+
+
+def _estimator_entry(name):
+    """``(class, family)`` of an estimator class name, importing optional families."""
+    if name not in _ESTIMATORS:
+        for module in _OPTIONAL_FAMILIES:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                continue
+    return _ESTIMATORS.get(name)
+
+
+def _view(estimator, names, decimals, **kwargs):
+    """``(children, edges, texts, is_leaf, n_samples)`` of any registered family."""
+    children, edges, texts = _family(estimator).view(estimator, names, decimals, **kwargs)
+    is_leaf = [not c for c in children]
+    return children, edges, texts, is_leaf, np.asarray(estimator.tree_.n_node_samples)
 
 
 def _feature_names(estimator, feature_names):
@@ -174,78 +279,17 @@ def _rule_text(conditions, names):
     return " and ".join(parts) if parts else "(all rows)"
 
 
-# --------------------------------------------------------------------------
-# Multiway (MBNDT) helpers
-# --------------------------------------------------------------------------
+class _BinaryFamily(TreeFamily):
+    """CLARITree / CholeskyTree: binary splits, a linear model in every leaf."""
 
+    tests_in_nodes = True
 
-def _mbndt_children(tree, node):
-    return [int(c) for c in tree.children[tree.children_ptr[node]:tree.children_ptr[node + 1]]]
-
-
-def _mbndt_branch_labels(tree, node, name, fmt=_exact):
-    """Condition of every child of a multiway node, in child order.
-
-    With ``name=None`` the labels omit the feature (``<= a``, ``(a, b]``,
-    ``> b``, ``in {...}``), for drawings where the node shows it.
-    """
-    kids = _mbndt_children(tree, node)
-    if tree.is_categorical[node]:
-        s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
-        values, positions = tree.cat_values[s:e], tree.cat_child[s:e]
-        labels = []
-        for k in range(len(kids)):
-            members = [str(v) for v, p in zip(values, positions, strict=True) if p == k]
-            if k == tree.default_child[node]:
-                members.append("<other>")
-            prefix = "" if name is None else f"{name} "
-            labels.append(f"{prefix}in {{{', '.join(members)}}}")
-        return labels
-    cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
-    labels = []
-    for k in range(len(kids)):
-        if k == 0:
-            labels.append(f"{name} <= {fmt(cuts[0])}" if name is not None
-                          else f"<= {fmt(cuts[0])}")
-        elif k == len(kids) - 1:
-            labels.append(f"{name} > {fmt(cuts[-1])}" if name is not None
-                          else f"> {fmt(cuts[-1])}")
-        elif name is not None:
-            labels.append(f"{fmt(cuts[k - 1])} < {name} <= {fmt(cuts[k])}")
-        else:
-            labels.append(f"({fmt(cuts[k - 1])}, {fmt(cuts[k])}]")
-    return labels
-
-
-def _mbndt_leaf_text(estimator, node, decimals):
-    value = estimator.tree_.value[node]
-    classes = getattr(estimator, "classes_", None)
-    if classes is not None:
-        k = int(np.argmax(value))
-        probs = ", ".join(_num(p, decimals) for p in value)
-        return f"class {classes[k]} (proba [{probs}])"
-    return f"y = {_num(value[0], decimals)}"
-
-
-# --------------------------------------------------------------------------
-# A family-independent view: children, edge conditions and node texts
-# --------------------------------------------------------------------------
-
-
-def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
+    def view(self, estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
              threshold_format=None):
-    """Return (children, edge_labels, node_texts, is_leaf, n_samples).
-
-    ``short_edges`` drops the feature name from edge labels (drawings show it
-    on the node); ``threshold_format`` replaces the exact threshold format.
-    """
-    family = _family(estimator)
-    fmt = threshold_format or _exact
-    tree = estimator.tree_
-    count = tree.node_count
-    children, edges, texts = [], [], []
-    if family == "binary":
-        for node in range(count):
+        fmt = threshold_format or _exact
+        tree = estimator.tree_
+        children, edges, texts = [], [], []
+        for node in range(tree.node_count):
             left, right = int(tree.children_left[node]), int(tree.children_right[node])
             if left < 0:
                 children.append([])
@@ -259,21 +303,61 @@ def _generic(estimator, names, decimals, sep=" ", max_terms=None, short_edges=Fa
                 children.append([left, right])
                 edges.append([f"{prefix}<= {t}", f"{prefix}> {t}"])
                 texts.append(names[f])
-    else:
-        for node in range(count):
-            if tree.feature[node] < 0:
-                children.append([])
-                edges.append([])
-                texts.append(f"leaf {node}{sep}{_mbndt_leaf_text(estimator, node, decimals)}")
-            else:
-                name = names[int(tree.feature[node])]
-                children.append(_mbndt_children(tree, node))
-                edges.append(_mbndt_branch_labels(tree, node, None if short_edges else name,
-                                                  fmt))
-                texts.append(name)
-    n_samples = np.asarray(tree.n_node_samples)
-    is_leaf = [not c for c in children]
-    return children, edges, texts, is_leaf, n_samples
+        return children, edges, texts
+
+    def leaf_rows(self, estimator, names):
+        tree = estimator.tree_
+        conditions = _binary_conditions(tree, names)
+        records = []
+        for leaf in np.flatnonzero(np.asarray(tree.children_left) < 0):
+            row = {
+                "leaf": int(leaf),
+                "rule": _rule_text(conditions[leaf], names),
+                "n_samples": int(tree.n_node_samples[leaf]),
+                "intercept": float(tree.intercept[leaf]),
+            }
+            row.update(zip(names, (float(c) for c in tree.coef[leaf]), strict=True))
+            records.append(row)
+        return records, ["leaf", "rule", "n_samples", "intercept", *names]
+
+    def to_dict(self, estimator):
+        tree = estimator.tree_
+        data = {
+            "tree": {name: np.asarray(getattr(tree, name)).tolist() for name in _TREE_ARRAYS},
+            "objective": float(estimator.objective_),
+            "regression_features": np.asarray(estimator.regression_features_).tolist(),
+        }
+        if hasattr(estimator, "min_samples_leaf_"):
+            data["min_samples_leaf"] = int(estimator.min_samples_leaf_)
+        return data
+
+    def restore(self, estimator, data):
+        from ._tree import Tree
+
+        n_features = int(data["n_features_in"])
+        arrays = dict(data["tree"])
+        arrays["n_features"] = n_features
+        arrays["coef"] = np.asarray(arrays["coef"], dtype=np.float64).reshape(-1, n_features)
+        estimator.tree_ = Tree.from_arrays(arrays)
+        estimator.objective_ = float(data["objective"])
+        estimator.regression_features_ = np.asarray(data["regression_features"], dtype=np.intp)
+        if "min_samples_leaf" in data:
+            estimator.min_samples_leaf_ = int(data["min_samples_leaf"])
+
+    def regions(self, estimator, features, fixed, box):
+        return _binary_regions(estimator.tree_, features, fixed, box)
+
+    def leaf_values(self, estimator, leaf, points):
+        tree = estimator.tree_
+        return tree.intercept[leaf] + points @ tree.coef[leaf]
+
+
+def _register_core_family():
+    from ._classes import CholeskyTreeRegressor, CLARITreeRegressor
+    from ._tree import Tree
+
+    register_tree_family(Tree, _BinaryFamily(),
+                         (CLARITreeRegressor, CholeskyTreeRegressor))
 
 
 # --------------------------------------------------------------------------
@@ -343,8 +427,8 @@ def export_text(estimator, feature_names=None, decimals=None, show_samples=True,
                                   or max_terms < 0):
         raise ValueError(f"max_terms must be a non-negative int or None, got {max_terms!r}")
     names = _feature_names(estimator, feature_names)
-    children, edges, texts, is_leaf, n_samples = _generic(estimator, names, decimals,
-                                                          max_terms=max_terms)
+    children, edges, texts, is_leaf, n_samples = _view(estimator, names, decimals,
+                                                       max_terms=max_terms)
     lines = []
 
     def leaf_line(node, indent):
@@ -405,60 +489,8 @@ def leaf_table(estimator, feature_names=None):
         raise ImportError("leaf_table requires pandas: pip install pandas") from exc
     family = _family(estimator)
     names = _feature_names(estimator, feature_names)
-    tree = estimator.tree_
-    records = []
-    if family == "binary":
-        conditions = _binary_conditions(tree, names)
-        leaves = np.flatnonzero(np.asarray(tree.children_left) < 0)
-        for leaf in leaves:
-            row = {
-                "leaf": int(leaf),
-                "rule": _rule_text(conditions[leaf], names),
-                "n_samples": int(tree.n_node_samples[leaf]),
-                "intercept": float(tree.intercept[leaf]),
-            }
-            row.update(zip(names, (float(c) for c in tree.coef[leaf]), strict=True))
-            records.append(row)
-        columns = ["leaf", "rule", "n_samples", "intercept", *names]
-    else:
-        rules = _multiway_rules(tree, names)
-        classes = getattr(estimator, "classes_", None)
-        value_cols = (["value"] if classes is None
-                      else [f"proba[{c}]" for c in classes])
-        for leaf in np.flatnonzero(np.asarray(tree.feature) < 0):
-            row = {
-                "leaf": int(leaf),
-                "rule": " and ".join(rules[leaf]) if rules[leaf] else "(all rows)",
-                "n_samples": int(tree.n_node_samples[leaf]),
-            }
-            row.update(zip(value_cols, (float(v) for v in tree.value[leaf]), strict=True))
-            records.append(row)
-        position = {node: i for i, node in enumerate(_multiway_preorder(tree))}
-        records.sort(key=lambda r: position[r["leaf"]])
-        columns = ["leaf", "rule", "n_samples", *value_cols]
+    records, columns = family.leaf_rows(estimator, names)
     return pd.DataFrame.from_records(records, columns=columns)
-
-
-def _multiway_preorder(tree):
-    order, stack = [], [0]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        if tree.feature[node] >= 0:
-            stack.extend(reversed(_mbndt_children(tree, node)))
-    return order
-
-
-def _multiway_rules(tree, names):
-    rules = {0: []}
-    for node in _multiway_preorder(tree):
-        if tree.feature[node] < 0:
-            continue
-        name = names[int(tree.feature[node])]
-        labels = _mbndt_branch_labels(tree, node, name)
-        for child, label in zip(_mbndt_children(tree, node), labels, strict=True):
-            rules[child] = rules[node] + [label]
-    return rules
 
 
 # --------------------------------------------------------------------------
@@ -478,23 +510,6 @@ def _json_value(value):
         return value
     raise TypeError(f"cannot serialize parameter value {value!r} of type "
                     f"{type(value).__name__}")
-
-
-def _estimator_classes():
-    from . import CholeskyTreeRegressor, CLARITreeRegressor
-
-    classes = {
-        "CLARITreeRegressor": CLARITreeRegressor,
-        "CholeskyTreeRegressor": CholeskyTreeRegressor,
-    }
-    try:
-        from .mbndt import MBNDTClassifier, MBNDTRegressor
-    except ImportError:
-        pass
-    else:
-        classes["MBNDTClassifier"] = MBNDTClassifier
-        classes["MBNDTRegressor"] = MBNDTRegressor
-    return classes
 
 
 def _version():
@@ -551,18 +566,7 @@ def to_dict(estimator):
         "n_features_in": int(estimator.n_features_in_),
         "feature_names_in": None if names is None else [str(n) for n in names],
     }
-    tree = estimator.tree_
-    if family == "binary":
-        data["tree"] = {name: np.asarray(getattr(tree, name)).tolist() for name in _TREE_ARRAYS}
-        data["objective"] = float(estimator.objective_)
-        data["regression_features"] = np.asarray(estimator.regression_features_).tolist()
-        if hasattr(estimator, "min_samples_leaf_"):
-            data["min_samples_leaf"] = int(estimator.min_samples_leaf_)
-    else:
-        data["tree"] = _multiway_to_dict(tree)
-        data["column_kinds"] = list(estimator._column_kinds)
-        if hasattr(estimator, "classes_"):
-            data["classes"] = _json_value(np.asarray(estimator.classes_))
+    data.update(family.to_dict(estimator))
     return data
 
 
@@ -594,12 +598,13 @@ def from_dict(data):
     if data.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"unsupported format_version {data.get('format_version')!r}; "
                          f"this clarytree reads version {FORMAT_VERSION}")
-    classes = _estimator_classes()
     name = data.get("estimator")
-    if name not in classes:
-        raise ValueError(f"unknown estimator {name!r} (known: {', '.join(sorted(classes))})")
+    entry = _estimator_entry(name) if isinstance(name, str) else None
+    if entry is None:
+        raise ValueError(f"unknown estimator {name!r} (known: {', '.join(sorted(_ESTIMATORS))})")
+    cls, family = entry
     try:
-        estimator = classes[name](**data["params"])
+        estimator = cls(**data["params"])
         n_features = int(data["n_features_in"])
         estimator.n_features_in_ = n_features
         if data.get("feature_names_in") is not None:
@@ -607,77 +612,10 @@ def from_dict(data):
             if names.shape != (n_features,):
                 raise ValueError("feature_names_in does not match n_features_in")
             estimator.feature_names_in_ = names
-        if name.startswith("MBNDT"):
-            _multiway_restore(estimator, data)
-        else:
-            _binary_restore(estimator, data, n_features)
+        family.restore(estimator, data)
     except KeyError as exc:
         raise ValueError(f"incomplete tree description: missing {exc}") from None
     return estimator
-
-
-def _binary_restore(estimator, data, n_features):
-    from ._tree import TREE_LEAF, Tree
-
-    arrays = dict(data["tree"])
-    arrays["n_features"] = n_features
-    arrays["coef"] = np.asarray(arrays["coef"], dtype=np.float64).reshape(-1, n_features)
-    tree = Tree.from_arrays(arrays)
-    estimator.tree_ = tree
-    estimator.objective_ = float(data["objective"])
-    reg = np.asarray(data["regression_features"], dtype=np.intp)
-    estimator.regression_features_ = reg
-    estimator.split_only_features_ = np.setdiff1d(np.arange(n_features), reg)
-    if "min_samples_leaf" in data:
-        estimator.min_samples_leaf_ = int(data["min_samples_leaf"])
-    leaves = np.flatnonzero(np.asarray(tree.children_left) == TREE_LEAF)
-    estimator.leaf_ids_ = leaves
-    estimator.leaf_intercepts_ = np.array(tree.intercept[leaves])
-    estimator.leaf_coefs_ = np.array(tree.coef[leaves])
-
-
-def _multiway_to_dict(tree):
-    nodes = []
-    for node in range(tree.node_count):
-        entry = {
-            "feature": int(tree.feature[node]),
-            "depth": int(tree.depth[node]),
-            "n_samples": int(tree.n_node_samples[node]),
-        }
-        if tree.feature[node] < 0:
-            entry["value"] = [float(v) for v in tree.value[node]]
-            entry["logit"] = [float(v) for v in tree.leaf_logit[node]]
-            entry["origin"] = int(tree.leaf_origin[node])
-        else:
-            entry["children"] = _mbndt_children(tree, node)
-            if tree.is_categorical[node]:
-                s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
-                entry["categorical"] = True
-                entry["cat_values"] = [str(v) for v in tree.cat_values[s:e]]
-                entry["cat_child"] = [int(c) for c in tree.cat_child[s:e]]
-                entry["default"] = int(tree.default_child[node])
-            else:
-                cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
-                entry["cuts"] = [float(c) for c in cuts]
-        nodes.append(entry)
-    return {
-        "nodes": nodes,
-        "n_features": int(tree.n_features),
-        "impute_values": {str(k): float(v) for k, v in tree.impute_values.items()},
-    }
-
-
-def _multiway_restore(estimator, data):
-    from .mbndt._tree import MultiwayTree
-
-    spec = data["tree"]
-    impute = {int(k): float(v) for k, v in spec["impute_values"].items()}
-    tree = MultiwayTree(spec["nodes"], data["column_kinds"], impute, int(spec["n_features"]))
-    estimator.tree_ = tree
-    estimator._column_kinds = list(data["column_kinds"])
-    estimator.n_leaves_ = tree.n_leaves
-    if "classes" in data:
-        estimator.classes_ = np.asarray(data["classes"])
 
 
 # --------------------------------------------------------------------------
@@ -719,7 +657,7 @@ def export_graphviz(estimator, out_file=None, feature_names=None, decimals=4,
     _family(estimator)
     decimals = _check_decimals(decimals)
     names = _feature_names(estimator, feature_names)
-    children, edges, texts, is_leaf, n_samples = _generic(
+    children, edges, texts, is_leaf, n_samples = _view(
         estimator, names, decimals, sep="\n")
     lines = [
         "digraph Tree {",
@@ -821,9 +759,9 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     family = _family(estimator)
     decimals = _check_decimals(decimals)
     names = _feature_names(estimator, feature_names)
-    binary = family == "binary"
+    binary = family.tests_in_nodes
     threshold_decimals = _check_decimals(threshold_decimals)
-    children, edges, texts, is_leaf, n_samples = _generic(
+    children, edges, texts, is_leaf, n_samples = _view(
         estimator, names, decimals, sep="\n", max_terms=max_terms, short_edges=not binary,
         threshold_format=None if threshold_decimals is None
         else (lambda v: _num(v, threshold_decimals)))
@@ -1054,17 +992,16 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
         if y is not None:
             ax.scatter(X_arr[:, features[0]], y, s=10, color="0.6", alpha=0.6,
                        label="data", zorder=1)
-        if family == "binary":
-            regions, splits = _binary_regions(estimator.tree_, features, fixed,
-                                              [(lo[0], hi[0])])
-            tree = estimator.tree_
+        found = family.regions(estimator, features, fixed, [(lo[0], hi[0])])
+        if found is not None:
+            regions, splits = found
             for k, (leaf, bounds) in enumerate(sorted(regions, key=lambda r: r[1][0][0])):
                 xs = np.linspace(bounds[0][0], bounds[0][1], max(2, grid_resolution // 10))
                 # The leaf's own equation: evaluating the model would send the
                 # segment's end point on the threshold to the left leaf.
                 points = np.tile(fixed, (xs.shape[0], 1))
                 points[:, features[0]] = xs
-                values = tree.intercept[leaf] + points @ tree.coef[leaf]
+                values = family.leaf_values(estimator, leaf, points)
                 ax.plot(xs, values, linewidth=2.0, zorder=3, color=plt.cm.tab10(k % 10),
                         label=f"leaf {leaf}")
             for _, t, _ in splits:
@@ -1094,9 +1031,9 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
                    vmin=vmin, vmax=vmax, s=12, edgecolors="k", linewidths=0.3, zorder=3)
     else:
         ax.scatter(X_arr[:, features[0]], X_arr[:, features[1]], s=6, color="k", zorder=3)
-    if family == "binary":
-        regions, splits = _binary_regions(estimator.tree_, features, fixed,
-                                          [(lo[0], hi[0]), (lo[1], hi[1])])
+    found = family.regions(estimator, features, fixed, [(lo[0], hi[0]), (lo[1], hi[1])])
+    if found is not None:
+        regions, splits = found
         for axis, t, bounds in splits:
             if axis == 0:
                 ax.plot([t, t], bounds[1], color="w", linewidth=1.5, zorder=2)
@@ -1110,3 +1047,6 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
     ax.set_xlabel(axes_names[0])
     ax.set_ylabel(axes_names[1])
     return ax
+
+
+_register_core_family()

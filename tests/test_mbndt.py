@@ -19,14 +19,13 @@ from clarytree.mbndt._model import (  # noqa: E402
     MBNDTModule,
     entmax15,
     log_soft_leaf_count,
-    route_numpy,
     st_entmax_argmax,
     torch_hard_branches,
     torch_hard_leaves,
     tree_sizes,
 )
 from clarytree.mbndt._preprocess import raw_table  # noqa: E402
-from clarytree.mbndt._prune import _redirect_table  # noqa: E402
+from clarytree.mbndt._prune import _redirect_table, route_numpy  # noqa: E402
 
 FAST = dict(max_depth=3, n_branches=3, n_restarts=2, stage1_epochs=5, max_epochs=40,
             patience=10)
@@ -228,7 +227,6 @@ def test_cut_points_are_masked_argmax_boundaries():
     state["thr_base"][:] = -1.2
     state["thr_gap"][:] = np.log(np.expm1([0.2, 2.0]))  # thresholds -1.0 and 1.0
     state["mask_logit"][:] = [[3.0, -0.5, 1.0]]
-    from clarytree.mbndt._model import route_numpy as rn
     from clarytree.mbndt._preprocess import feature_map, numeric_impute_values
     from clarytree.mbndt._prune import build_tree
 
@@ -238,7 +236,7 @@ def test_cut_points_are_masked_argmax_boundaries():
     tree = build_tree(state, branches, xt, raw, feature_map(est.preprocessor_),
                       est.preprocessor_, est._column_kinds,
                       numeric_impute_values(est.preprocessor_), 1, 3, 0.5,
-                      lambda v: np.array([0.5, 0.5]), rn, 1)
+                      lambda v: np.array([0.5, 0.5]), 1)
     cuts = tree.cuts[tree.cuts_ptr[0]:tree.cuts_ptr[1]]
     assert cuts.size == 2
     scaler = est.preprocessor_.named_transformers_["num"].named_steps["scale"]
@@ -247,7 +245,7 @@ def test_cut_points_are_masked_argmax_boundaries():
     eps = 1e-6
     thr = np.array([-1.0, 1.0])
     for k, zc in enumerate(z):
-        below, above = rn(np.array([zc - eps, zc + eps]), thr, state["mask_logit"][0], 0.5)
+        below, above = route_numpy(np.array([zc - eps, zc + eps]), thr, state["mask_logit"][0], 0.5)
         assert (below, above) == (k, k + 1)
     leaves = torch_hard_leaves(state, xt, 1, 3, 0.5)
     np.testing.assert_array_equal(tree.leaf_origin[tree.apply(raw)], leaves)

@@ -1,13 +1,8 @@
-"""MBNDT: multi-branch neural decision trees with adaptive pruning.
+"""The MBNDT estimators: :class:`MBNDTClassifier` and :class:`MBNDTRegressor`.
 
-Shallow axis-aligned trees whose internal nodes split one feature into up to
-``n_branches`` ordered intervals, trained end to end by gradient descent
-(Park et al., "Adaptive Multi-Branching for Shallow Decision Tree Induction",
-arXiv:2608.29262) and exported as deterministic multiway trees.
-
-Training needs PyTorch (``pip install clarytree[torch]``); it is imported only
-inside ``fit``.  A fitted estimator holds plain numpy arrays and scikit-learn
-transformers only, so it pickles, loads and predicts without torch.
+Training needs PyTorch; it is imported only inside ``fit``.  A fitted
+estimator holds plain numpy arrays and scikit-learn transformers only, so it
+pickles, loads and predicts without torch.
 """
 
 from numbers import Integral, Real
@@ -32,7 +27,7 @@ from ._preprocess import (
     raw_table,
 )
 
-__all__ = ["MBNDTClassifier", "MBNDTRegressor", "export_text"]
+__all__ = ["MBNDTClassifier", "MBNDTRegressor"]
 
 _MAX_NOMINAL_LEAVES = 2**16
 
@@ -178,7 +173,7 @@ class _BaseMBNDT(BaseEstimator):
             xt_fit[tr_idx], y_task[tr_idx], xt_fit[va_idx], y_task[va_idx], task, n_outputs,
             cfg, torch_seed)
 
-        from ._model import route_numpy, torch_hard_branches
+        from ._model import torch_hard_branches
         from ._prune import build_tree
 
         branches = torch_hard_branches(state, xt, self.max_depth, self.n_branches,
@@ -186,7 +181,7 @@ class _BaseMBNDT(BaseEstimator):
         impute = {int(k): float(v) for k, v in numeric_impute_values(ct).items()}
         self.tree_ = build_tree(state, branches, xt, raw, feature_map(ct), ct, kinds, impute,
                                 self.max_depth, self.n_branches, self.temperature, leaf_value,
-                                route_numpy, len(kinds))
+                                len(kinds))
         self.preprocessor_ = ct
         self.model_state_ = state
         self.train_info_ = info
@@ -506,35 +501,3 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         """
         leaves = self.apply(X)
         return self.tree_.value[leaves, 0]
-
-
-def export_text(estimator, *, feature_names=None, decimals=4, show_samples=False):
-    """Text rendering of a fitted MBNDT tree as nested interval / category rules.
-
-    Parameters
-    ----------
-    estimator : MBNDTClassifier or MBNDTRegressor
-        Fitted estimator.
-    feature_names : list of str, optional
-        Names of the raw input columns; defaults to ``feature_names_in_`` when the
-        estimator was fitted on a DataFrame, else ``x[0]``, ``x[1]``, ...
-    decimals : int, default=4
-        Significant digits of cut points and leaf values.
-    show_samples : bool, default=False
-        Append the number of training rows reaching each leaf.
-
-    Returns
-    -------
-    str
-    """
-    check_is_fitted(estimator, "tree_")
-    if feature_names is None and hasattr(estimator, "feature_names_in_"):
-        feature_names = [str(c) for c in estimator.feature_names_in_]
-    if feature_names is not None and len(feature_names) != estimator.n_features_in_:
-        raise ValueError(f"feature_names has {len(feature_names)} entries but the estimator "
-                         f"was fitted on {estimator.n_features_in_} features.")
-    class_names = None
-    if hasattr(estimator, "classes_"):
-        class_names = [str(c) for c in estimator.classes_]
-    return estimator.tree_.export_text(feature_names=feature_names, class_names=class_names,
-                                       decimals=decimals, show_samples=show_samples)

@@ -89,23 +89,6 @@ def _inv_softplus(x):
     return np.where(x > 20, x, np.log(np.expm1(np.minimum(x, 20))))
 
 
-def route_numpy(z, thr, mask_logit, tau):
-    """Hard branch of one node for the values ``z`` (float64 numpy reference).
-
-    ``thr`` are the ``B - 1`` ordered thresholds and ``mask_logit`` the ``B``
-    branch-mask logits of the node.  Mirrors :meth:`MBNDTModule.routing_probs`.
-    """
-    from scipy.special import expit
-
-    z = np.asarray(z, dtype=np.float64)
-    c = expit((thr[None, :] - z[:, None]) / tau)
-    n = z.shape[0]
-    c = np.concatenate([np.zeros((n, 1)), c, np.ones((n, 1))], axis=1)
-    pi = np.clip(np.diff(c, axis=1), 0.0, None)
-    q = pi * expit(mask_logit)[None, :]
-    return np.argmax(q, axis=1)
-
-
 class MBNDTModule(nn.Module):
     """``R`` independent MBNDT trees evaluated in one vectorized pass.
 

@@ -18,7 +18,9 @@ torch routing exactly on every training row.
 """
 
 import numpy as np
+from scipy.special import expit
 
+from .._tree import TREE_UNDEFINED
 from ._preprocess import numeric_inverse, target_encoding_table
 
 
@@ -44,8 +46,24 @@ def used_branches(branches, depth, n_branches, offsets):
     return used, idx
 
 
+def route_numpy(z, thr, mask_logit, tau):
+    """Hard branch of one node for the values ``z`` (float64 numpy reference).
+
+    ``thr`` are the ``B - 1`` ordered thresholds and ``mask_logit`` the ``B``
+    branch-mask logits of the node.  Mirrors ``MBNDTModule.routing_probs``
+    (``_model.py``) in numpy, so exporting needs no torch.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    c = expit((thr[None, :] - z[:, None]) / tau)
+    n = z.shape[0]
+    c = np.concatenate([np.zeros((n, 1)), c, np.ones((n, 1))], axis=1)
+    pi = np.clip(np.diff(c, axis=1), 0.0, None)
+    q = pi * expit(mask_logit)[None, :]
+    return np.argmax(q, axis=1)
+
+
 def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, depth,
-               n_branches, tau, leaf_value, route_fn, n_features):
+               n_branches, tau, leaf_value, n_features):
     """Prune the trained tree along the training paths and export it.
 
     Parameters
@@ -64,8 +82,6 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
         The fitted preprocessor.
     leaf_value : callable
         Maps a leaf's raw outputs to the stored prediction.
-    route_fn : callable
-        ``route_fn(z, thr, mask_logit, tau)`` -> hard branch (numpy reference).
 
     Returns
     -------
@@ -88,7 +104,7 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
         if j not in tables:
             tables[j] = _redirect_table(used[j], B)
         table = tables[j]
-        return table[route_fn(np.atleast_1d(np.asarray(z, dtype=np.float64)), thr[j],
+        return table[route_numpy(np.atleast_1d(np.asarray(z, dtype=np.float64)), thr[j],
                               state["mask_logit"][j], tau)]
 
     def raw_numeric(rows, c):
@@ -105,7 +121,7 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
         me = len(nodes)
         if d == depth:
             logit = state["leaf"][i]
-            nodes.append({"feature": -1, "depth": n_tests, "n_samples": rows.size,
+            nodes.append({"feature": TREE_UNDEFINED, "depth": n_tests, "n_samples": rows.size,
                           "origin": i, "value": leaf_value(logit), "logit": logit})
             return me
         node = {"depth": n_tests, "n_samples": rows.size}

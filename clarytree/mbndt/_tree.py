@@ -14,7 +14,7 @@ An internal node tests one *raw* input column:
 import numpy as np
 from scipy import sparse
 
-from ._preprocess import MISSING
+from .._tree import TREE_UNDEFINED
 
 
 class MultiwayTree:
@@ -23,7 +23,8 @@ class MultiwayTree:
     Attributes
     ----------
     feature : ndarray of int, shape (n_nodes,)
-        Raw input column tested at each node, ``-1`` for leaves.
+        Raw input column tested at each node, ``TREE_UNDEFINED`` (-2) for
+        leaves, as in :class:`clarytree._tree.Tree`.
     is_categorical : ndarray of bool, shape (n_nodes,)
     children_ptr, children : ndarray of int
         CSR layout: the children of node ``i`` are
@@ -33,13 +34,15 @@ class MultiwayTree:
     cat_ptr, cat_values, cat_child : ndarray
         CSR layout of the category tables of categorical nodes (child positions).
     default_child : ndarray of int, shape (n_nodes,)
-        Child position taken by unlisted categories (categorical nodes), else -1.
+        Child position taken by unlisted categories (categorical nodes), else
+        ``TREE_UNDEFINED``.
     value : ndarray of shape (n_nodes, n_outputs)
         Prediction stored at leaves (class probabilities or regression value).
     leaf_logit : ndarray of shape (n_nodes, n_logits)
         Raw leaf outputs of the trained network (NaN for internal nodes).
     leaf_origin : ndarray of int, shape (n_nodes,)
-        Index of the leaf in the nominal full B-ary tree, ``-1`` for internal nodes.
+        Index of the leaf in the nominal full B-ary tree, ``TREE_UNDEFINED``
+        for internal nodes.
     depth : ndarray of int, shape (n_nodes,)
         Number of tests on the path from the root.
     n_node_samples : ndarray of int, shape (n_nodes,)
@@ -55,12 +58,16 @@ class MultiwayTree:
         self.column_kinds = list(column_kinds)
         self.impute_values = dict(impute_values)
         self.n_features = n_features
-        self.feature = np.array([nd["feature"] for nd in nodes], dtype=np.intp)
+        # Any negative feature marks a leaf (descriptions written before the
+        # shared sentinel used -1); stored as TREE_UNDEFINED.
+        feature = np.array([nd["feature"] for nd in nodes], dtype=np.intp)
+        self.feature = np.where(feature < 0, TREE_UNDEFINED, feature)
         self.is_categorical = np.array([nd.get("categorical", False) for nd in nodes], bool)
         self.depth = np.array([nd["depth"] for nd in nodes], dtype=np.intp)
         self.n_node_samples = np.array([nd["n_samples"] for nd in nodes], dtype=np.intp)
-        self.leaf_origin = np.array([nd.get("origin", -1) for nd in nodes], dtype=np.intp)
-        self.default_child = np.array([nd.get("default", -1) for nd in nodes], dtype=np.intp)
+        undefined = TREE_UNDEFINED
+        self.leaf_origin = np.array([nd.get("origin", undefined) for nd in nodes], np.intp)
+        self.default_child = np.array([nd.get("default", undefined) for nd in nodes], np.intp)
         n_out = len(next(nd["value"] for nd in nodes if nd["feature"] < 0))
         n_logit = len(next(nd["logit"] for nd in nodes if nd["feature"] < 0))
         self.value = np.zeros((n, n_out))
@@ -134,59 +141,6 @@ class MultiwayTree:
     def path_length(self, raw):
         """Number of tests on the path of every row (depth of its leaf)."""
         return self.depth[self.apply(raw)]
-
-    # ---------------------------------------------------------------- export
-    def export_text(self, feature_names=None, class_names=None, decimals=4, show_samples=False):
-        """Indented interval rules; see :func:`clarytree.mbndt.export_text`."""
-        if feature_names is None:
-            feature_names = [f"x[{j}]" for j in range(self.n_features)]
-        lines = []
-
-        def fmt(v):
-            return f"{v:.{decimals}g}" if decimals is not None else repr(float(v))
-
-        def leaf_text(node):
-            val = self.value[node]
-            if class_names is not None:
-                k = int(np.argmax(val))
-                probs = ", ".join(fmt(p) for p in val)
-                txt = f"class: {class_names[k]}  (proba: [{probs}])"
-            else:
-                txt = f"value: {fmt(val[0])}"
-            if show_samples:
-                txt += f"  [samples: {self.n_node_samples[node]}]"
-            return txt
-
-        def rec(node, indent):
-            if self.feature[node] < 0:
-                lines.append(f"{indent}|--- {leaf_text(node)}")
-                return
-            name = feature_names[self.feature[node]]
-            kids = self.children[self.children_ptr[node]:self.children_ptr[node + 1]]
-            if self.is_categorical[node]:
-                s, e = self.cat_ptr[node], self.cat_ptr[node + 1]
-                vals, pos = self.cat_values[s:e], self.cat_child[s:e]
-                for k, kid in enumerate(kids):
-                    members = [("<missing>" if v == MISSING else str(v)) for v, q in
-                               zip(vals, pos, strict=True) if q == k]
-                    if k == self.default_child[node]:
-                        members.append("<other>")
-                    lines.append(f"{indent}|--- {name} in {{{', '.join(members)}}}")
-                    rec(kid, indent + "|   ")
-            else:
-                cuts = self.cuts[self.cuts_ptr[node]:self.cuts_ptr[node + 1]]
-                for k, kid in enumerate(kids):
-                    if k == 0:
-                        cond = f"{name} <= {fmt(cuts[0])}"
-                    elif k == len(kids) - 1:
-                        cond = f"{name} >  {fmt(cuts[-1])}"
-                    else:
-                        cond = f"{fmt(cuts[k - 1])} < {name} <= {fmt(cuts[k])}"
-                    lines.append(f"{indent}|--- {cond}")
-                    rec(kid, indent + "|   ")
-
-        rec(0, "")
-        return "\n".join(lines) + "\n"
 
 
 def _csr(lists, dtype):
