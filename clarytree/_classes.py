@@ -13,7 +13,7 @@ from ._builder import TreeBuilder
 from ._criterion import ConstantCriterion, RidgeCriterion
 from ._splitter import Splitter
 from ._thresholds import bin_features, threshold_pool
-from ._tree import TREE_LEAF, Tree
+from ._tree import TREE_LEAF, TREE_UNDEFINED, Tree
 
 # Ridge entry of the unpenalized intercept: keeps the Gram matrix of an empty
 # or one-row node positive definite without biasing the intercept.
@@ -212,7 +212,6 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         else:
             reg = np.empty(0, dtype=np.intp)
         self.regression_features_ = reg
-        self.split_only_features_ = np.setdiff1d(np.arange(n_features), reg)
 
         mean, std = _column_moments(X[:, reg])
         # The builder sees (y - y_mean) / y_scale with y_scale a power of two:
@@ -261,11 +260,27 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
 
         self.objective_ = float(objective)
         self.tree_ = self._make_tree(nodes, reg, mean, std, y_mean, n_features)
-        leaves = np.flatnonzero(self.tree_.children_left == TREE_LEAF)
-        self.leaf_ids_ = leaves
-        self.leaf_intercepts_ = np.array(self.tree_.intercept[leaves])
-        self.leaf_coefs_ = np.array(self.tree_.coef[leaves])
         return self
+
+    # Views of ``tree_`` (and of ``regression_features_``), derived here only,
+    # so a tree restored by ``from_dict`` needs nothing else.
+    @property
+    def leaf_ids_(self):
+        check_is_fitted(self, "tree_")
+        return np.flatnonzero(self.tree_.children_left == TREE_LEAF)
+
+    @property
+    def leaf_intercepts_(self):
+        return np.array(self.tree_.intercept[self.leaf_ids_])
+
+    @property
+    def leaf_coefs_(self):
+        return np.array(self.tree_.coef[self.leaf_ids_])
+
+    @property
+    def split_only_features_(self):
+        check_is_fitted(self, "tree_")
+        return np.setdiff1d(np.arange(self.n_features_in_), self.regression_features_)
 
     def _make_tree(self, nodes, reg, mean, std, y_mean, n_features):
         # Map standardized coefficients back to original units:
@@ -276,7 +291,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         coef[:, reg] = beta[:, 1:] / std
         intercept = beta[:, 0] + y_mean - coef[:, reg] @ mean
         internal = nodes["feature"] >= 0
-        threshold = np.full(count, -2.0)
+        threshold = np.full(count, float(TREE_UNDEFINED))
         for node in np.flatnonzero(internal):
             threshold[node] = self.thresholds_[nodes["feature"][node]][nodes["bin"][node]]
         return Tree(n_features, nodes["children_left"], nodes["children_right"],
