@@ -5,12 +5,12 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._builder import TreeBuilder
 from ._criterion import ConstantCriterion, RidgeCriterion
+from ._sklearn_compat import Interval, StrOptions, fit_context
 from ._splitter import Splitter
 from ._thresholds import bin_features, threshold_pool
 from ._tree import TREE_LEAF, TREE_UNDEFINED, Tree
@@ -179,7 +179,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         tags.input_tags.allow_nan = False
         return tags
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Grow the tree on ``(X, y)``.
 

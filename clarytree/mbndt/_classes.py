@@ -11,7 +11,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_consistent_length,
@@ -19,6 +18,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
     build_preprocessor,
     feature_map,
@@ -397,7 +397,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         -------
         self : MBNDTClassifier
         """
-        self._validate_params()
+        validate_params(self)
         X, y = self._validate_fit_input(X, y)
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
@@ -475,7 +475,7 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         -------
         self : MBNDTRegressor
         """
-        self._validate_params()
+        validate_params(self)
         X, y = self._validate_fit_input(X, y)
         y = np.asarray(y, dtype=np.float64)
         mean, std = float(y.mean()), float(y.std())
