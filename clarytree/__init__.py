@@ -6,6 +6,9 @@ CLARITreeRegressor
     Piecewise-linear regression tree grown with lookahead (CLARITree).
 CholeskyTreeRegressor
     The greedy piecewise-linear tree (CholeskyTree).
+CLARITreeRegressorCV, CholeskyTreeRegressorCV
+    The same with the leaf penalty and ridge strength tuned by
+    cross-validation over a shared leaf-penalty path.
 
 The MBNDT multi-branch differentiable trees live in :mod:`clarytree.mbndt`
 (requires the ``torch`` extra).
@@ -21,17 +24,27 @@ from ._export import (
     plot_tree,
     to_dict,
 )
+from ._path import (
+    CholeskyTreeRegressorCV,
+    CLARITreeRegressorCV,
+    leaf_penalty_path,
+    plot_cv_path,
+)
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "CLARITreeRegressor",
+    "CLARITreeRegressorCV",
     "CholeskyTreeRegressor",
+    "CholeskyTreeRegressorCV",
     "__version__",
     "export_graphviz",
     "export_text",
     "from_dict",
+    "leaf_penalty_path",
     "leaf_table",
+    "plot_cv_path",
     "plot_partition",
     "plot_tree",
     "to_dict",

@@ -257,9 +257,15 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         objective *= y_scale * y_scale
         nodes["node_objective"] = nodes["node_objective"] * (y_scale * y_scale)
         nodes["coef"] = nodes["coef"] * y_scale
+        # The builder's output and units, for the leaf-penalty path
+        # (clarytree._path), which re-prunes this tree for other penalties
+        # with the builder's arithmetic and maps it back like this fit.
+        self._builder_units = (tss, y_scale * y_scale)
+        self._builder_nodes = nodes
+        self._tree_mapping = (reg, mean, std, y_mean, n_features)
 
         self.objective_ = float(objective)
-        self.tree_ = self._make_tree(nodes, reg, mean, std, y_mean, n_features)
+        self.tree_ = self._make_tree(nodes, *self._tree_mapping)
         return self
 
     # Views of ``tree_`` (and of ``regression_features_``), derived here only,

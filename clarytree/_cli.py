@@ -13,6 +13,9 @@ import time
 import numpy as np
 
 EXIT_USAGE = 2
+# The CV grids' defaults (kept here so that --help needs no estimator import).
+_PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
+_PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 
 
 class UsageError(Exception):
@@ -51,6 +54,14 @@ _non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0")
 _non_negative_float = _checked(float, lambda v: bool(np.isfinite(v)) and v >= 0,
                                "a finite number >= 0")
 _test_size = _checked(float, lambda v: 0.0 <= v < 1.0, "a fraction in [0, 1)")
+
+
+def _grid(text):
+    """A comma-separated list of numbers >= 0 (a CV grid)."""
+    values = [_non_negative_float(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    return values
 
 
 def _n_thresholds(text):
@@ -295,6 +306,8 @@ def _cmd_fit(args):
         "n_thresholds": args.n_thresholds,
         "verbose": _verbose(args),
     }
+    if args.cv is not None:
+        return _fit_cv(args, params, X_train, X_test, y_train, y_test)
     if args.lookahead_depth == 0:
         model = CholeskyTreeRegressor(**params)
     else:
@@ -305,6 +318,42 @@ def _cmd_fit(args):
     _report_fit(model, type(model).__name__, X_train, y_train, X_test, y_test, seconds,
                 decimals=args.decimals)
     _save_outputs(model, args)
+    return 0
+
+
+def _fit_cv(args, params, X_train, X_test, y_train, y_test):
+    """``fit --cv K``: tune (leaf_penalty, ridge_alpha), refit, report the pair."""
+    from sklearn.model_selection import KFold
+
+    from ._path import CholeskyTreeRegressorCV, CLARITreeRegressorCV
+
+    if len(y_train) < 2 * args.cv:
+        raise UsageError(f"--cv {args.cv} needs at least {2 * args.cv} training rows, "
+                         f"got {len(y_train)}")
+    params = {k: v for k, v in params.items() if k not in ("leaf_penalty", "ridge_alpha")}
+    params["verbose"] = 0
+    folds = KFold(args.cv, shuffle=True, random_state=args.random_state)
+    cv_params = {"leaf_penalties": args.leaf_penalties, "ridge_alphas": args.ridge_alphas,
+                 "cv": folds, "n_jobs": args.n_jobs}
+    if args.lookahead_depth == 0:
+        model = CholeskyTreeRegressorCV(**cv_params, **params)
+    else:
+        model = CLARITreeRegressorCV(lookahead_depth=args.lookahead_depth, **cv_params,
+                                     **params)
+    n_pairs = len(args.leaf_penalties) * len(args.ridge_alphas)
+    _print(f"tuning leaf_penalty x ridge_alpha ({n_pairs} pairs) by {args.cv}-fold CV ...")
+    start = time.perf_counter()
+    model.fit(X_train, y_train)
+    seconds = time.perf_counter() - start
+    best = model.best_index_
+    leaves = model.cv_results_["mean_n_leaves"][best]
+    _print(f"chosen by {args.cv}-fold CV: leaf_penalty={model.leaf_penalty_:g} "
+           f"ridge_alpha={model.ridge_alpha_:g}  mean CV R2: {model.best_score_:.4f}  "
+           f"mean CV leaves: {leaves:.3g}")
+    tree = model.best_estimator_
+    _report_fit(tree, type(tree).__name__, X_train, y_train, X_test, y_test, seconds,
+                decimals=args.decimals)
+    _save_outputs(tree, args)
     return 0
 
 
@@ -468,6 +517,18 @@ def build_parser():
                      help="kappa: per-sample ridge strength on standardized features")
     fit.add_argument("--n-thresholds", type=_n_thresholds, default=20,
                      help="candidate thresholds per feature, or 'all'")
+    fit.add_argument("--cv", type=_checked(int, lambda v: v >= 2, "an integer >= 2"),
+                     metavar="K", help="choose --leaf-penalty and --ridge-alpha by K-fold "
+                     "CV (shuffled with --random-state) over the grids below, then refit")
+    fit.add_argument("--leaf-penalties", type=_grid, metavar="L1,L2,...",
+                     default=list(_PAPER_LEAF_PENALTIES),
+                     help="lambda grid for --cv (default: the paper's 11 values)")
+    fit.add_argument("--ridge-alphas", type=_grid, metavar="K1,K2,...",
+                     default=list(_PAPER_RIDGE_ALPHAS),
+                     help="kappa grid for --cv (default: 1e-1,1e-2,1e-3,1e-4,1e-5)")
+    fit.add_argument("--n-jobs", type=_checked(int, lambda v: v == -1 or v >= 1,
+                                               "a positive integer or -1"),
+                     default=None, help="parallel CV tasks (-1: all cores)")
     fit.add_argument("--test-size", type=_test_size, default=0.2,
                      help="held-out fraction for the test R2 (0 to train on all rows)")
     fit.add_argument("--random-state", type=_non_negative_int, default=0)

@@ -134,6 +134,51 @@ def test_fit_greedy_and_parquet(data_csv, tmp_path):
     assert "test R2" not in result.stdout
 
 
+def test_fit_cv_tunes_then_fits(data_csv, tmp_path):
+    from sklearn.model_selection import KFold, train_test_split
+
+    from clarytree import CLARITreeRegressorCV
+
+    model_file = tmp_path / "model.joblib"
+    result = run("fit", data_csv, "--target", "target", "--max-depth", 2, "--cv", 3,
+                 "--leaf-penalties", "1e-1,1e-2,1e-3", "--ridge-alphas", "1e-2,1e-5",
+                 "--random-state", 3, "--out", model_file)
+    assert result.returncode == 0, result.stderr
+    frame = pd.read_csv(data_csv)
+    X_train, _, y_train, _ = train_test_split(frame[["a", "b", "c"]], frame["target"],
+                                              test_size=0.2, random_state=3)
+    ref = CLARITreeRegressorCV(leaf_penalties=[1e-1, 1e-2, 1e-3], ridge_alphas=[1e-2, 1e-5],
+                               max_depth=2, cv=KFold(3, shuffle=True, random_state=3))
+    ref.fit(X_train, y_train.to_numpy())
+    assert (f"chosen by 3-fold CV: leaf_penalty={ref.leaf_penalty_:g} "
+            f"ridge_alpha={ref.ridge_alpha_:g}  mean CV R2: {ref.best_score_:.4f}"
+            in result.stdout)
+    assert "test R2:" in result.stdout
+    import joblib
+
+    saved = joblib.load(model_file)
+    np.testing.assert_array_equal(saved.predict(X_train), ref.predict(X_train))
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--cv", "1"], "--cv"),
+    (["--cv", "3", "--leaf-penalties", "1e-2,x"], "--leaf-penalties"),
+    (["--cv", "3", "--ridge-alphas", "-1"], "--ridge-alphas"),
+    (["--cv", "3", "--ridge-alphas", "0"], "ridge_alphas"),
+])
+def test_fit_cv_bad_options(data_csv, args, fragment):
+    assert_usage_error(run("fit", data_csv, "--target", "target", *args), fragment)
+
+
+def test_cli_grid_defaults_are_the_estimators():
+    from clarytree import CLARITreeRegressorCV
+    from clarytree._cli import _PAPER_LEAF_PENALTIES, _PAPER_RIDGE_ALPHAS
+
+    params = CLARITreeRegressorCV().get_params()
+    assert tuple(params["leaf_penalties"]) == _PAPER_LEAF_PENALTIES
+    assert tuple(params["ridge_alphas"]) == _PAPER_RIDGE_ALPHAS
+
+
 @pytest.fixture(scope="module")
 def bad_files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bad")

@@ -1,0 +1,648 @@
+"""The leaf-penalty path and the cross-validated estimators.
+
+A node's greedy split minimizes the sum of its children's leaf losses, which
+does not depend on the leaf penalty lambda; lambda only decides where the
+tree stops and what it prunes, and the stopping rule (leaf objective at most
+``2 lambda TSS``) is implied by pruning.  So the greedy tree grown at the
+smallest lambda of a grid contains the tree of every larger lambda, and
+pruning it bottom-up with the builder's own comparisons gives each of them.
+"""
+
+import copy
+import time
+from numbers import Integral
+
+import numpy as np
+from joblib import Parallel, delayed
+from numpy.ma import MaskedArray
+from scipy.stats import rankdata
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils.validation import has_fit_parameter, indexable, validate_data
+
+from ._classes import (
+    _PARAMS_DOC,
+    CholeskyTreeRegressor,
+    CLARITreeRegressor,
+    _BaseLinearTree,
+)
+from ._sklearn_compat import fit_context
+from ._tree import TREE_LEAF, TREE_UNDEFINED
+
+PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
+PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
+
+# A penalty this close above the grid's smallest is fitted on its own: the
+# pruning argument needs the extra leaf cost to dominate the rounding of the
+# builder's sums (~1e-14 TSS).
+_MIN_GAP = 1e-10
+# A last-level keep/prune decision within this fraction of the TSS is
+# re-decided by a separate fit: the builder compares the split search's own
+# score there, which on the rank-one sweep route can differ from the sum of
+# the children's emitted losses in the last bits.
+_TIE_MARGIN = 1e-9
+
+# The builder's node fields that describe a split, with their value on a
+# leaf.  Every other field (sizes, losses, leaf models) belongs to the node
+# itself and is the same whether or not the node is split.
+_SPLIT_FIELDS = {
+    "children_left": TREE_LEAF,
+    "children_right": TREE_LEAF,
+    "feature": TREE_UNDEFINED,
+    "bin": -1,
+}
+
+
+def _check_tree_estimator(estimator):
+    if isinstance(estimator, type):
+        raise TypeError("expected an estimator instance, got a class")
+    if not isinstance(estimator, _BaseLinearTree) or isinstance(estimator, _CVMixin):
+        raise TypeError(
+            "expected a CLARITreeRegressor or CholeskyTreeRegressor, got "
+            f"{type(estimator).__name__}")
+
+
+def _check_grid(values, name):
+    if values is None or isinstance(values, str):
+        raise TypeError(f"{name} must be a sequence of numbers, got {values!r}")
+    try:
+        grid = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of numbers") from None
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d sequence of numbers")
+    if not np.all(np.isfinite(grid)) or np.any(grid < 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {grid.tolist()}")
+    return [float(v) for v in grid]
+
+
+def _fit_params(estimator, sample_weight):
+    if sample_weight is None:
+        return {}
+    if not has_fit_parameter(estimator, "sample_weight"):
+        raise TypeError(
+            f"{type(estimator).__name__}.fit does not accept sample_weight")
+    return {"sample_weight": sample_weight}
+
+
+def _uses_greedy_search(estimator):
+    # With one level left a node chooses greedily, so a lookahead tree of
+    # depth <= 1 is the greedy tree.
+    return estimator._effective_lookahead() == 0 or estimator.max_depth <= 1
+
+
+def _prune(left, right, loss, depth, max_depth, leaf_cost, tss):
+    """Prune the greedy tree for one leaf cost as the builder would grow it.
+
+    ``loss`` are the nodes' leaf losses in the builder's units.  Replays the
+    builder's stop test, its keep test and its summation order (left subtree
+    first; at the last level the split's score plus two leaf costs), bottom
+    up.  Returns ``(keep, objective, tight)``: which splits are kept, the
+    objective in the builder's units, and whether a last-level decision was
+    within ``_TIE_MARGIN * tss`` of a tie.
+    """
+    n = len(left)
+    value = [0.0] * n
+    keep = [False] * n
+    tight = False
+    for node in range(n - 1, -1, -1):
+        leaf_objective = loss[node] + leaf_cost
+        value[node] = leaf_objective
+        lo, hi = left[node], right[node]
+        if lo == TREE_LEAF or leaf_objective <= 2.0 * leaf_cost:
+            continue
+        if depth[node] == max_depth - 1:
+            objective = (loss[lo] + loss[hi]) + 2.0 * leaf_cost
+            if abs(objective - leaf_objective) <= _TIE_MARGIN * tss:
+                tight = True
+        else:
+            objective = value[lo] + value[hi]
+        if objective < leaf_objective:
+            keep[node] = True
+            value[node] = objective
+    return keep, value[0], tight
+
+
+def _pruned_nodes(nodes, keep):
+    """The builder's nodes reached through the kept splits, renumbered."""
+    left, right = nodes["children_left"], nodes["children_right"]
+    count = left.shape[0]
+    reached = np.zeros(count, dtype=bool)
+    reached[0] = True
+    for node in range(count):
+        if reached[node] and keep[node]:
+            reached[left[node]] = True
+            reached[right[node]] = True
+    rows = np.flatnonzero(reached)
+    new_id = np.full(count, TREE_LEAF, dtype=np.intp)
+    new_id[rows] = np.arange(rows.size)
+    split = np.asarray(keep, dtype=bool)[rows]
+    out = {}
+    for name, value in nodes.items():
+        value = value[rows].copy()
+        if name in _SPLIT_FIELDS:
+            value[~split] = _SPLIT_FIELDS[name]
+        out[name] = value
+    for name in ("children_left", "children_right"):
+        out[name][split] = new_id[out[name][split]]
+    return out
+
+
+# Private search knobs of the single tree (tests and benchmarks set them as
+# attributes; clone does not carry them).
+_KNOBS = ("_route", "_max_hist_bins")
+
+
+def _fit_at(estimator, leaf_penalty, X, y, fit_params):
+    tree = clone(estimator).set_params(leaf_penalty=leaf_penalty)
+    for name in _KNOBS:
+        if hasattr(estimator, name):
+            setattr(tree, name, getattr(estimator, name))
+    return tree.fit(X, y, **fit_params)
+
+
+def _greedy_path(estimator, X, y, penalties, fit_params):
+    lowest = min(penalties)
+    base = _fit_at(estimator, lowest, X, y, fit_params)
+    tss, unit = base._builder_units
+    nodes = base._builder_nodes
+    left = nodes["children_left"].tolist()
+    right = nodes["children_right"].tolist()
+    # Back to the builder's units (unit is a power of two: exact).
+    loss = (nodes["node_objective"] / unit).tolist()
+    depth = nodes["depth"].tolist()
+    fitted = {lowest: base}
+    for lam in penalties:
+        if lam in fitted:
+            continue
+        if lam - lowest <= _MIN_GAP:
+            fitted[lam] = _fit_at(estimator, lam, X, y, fit_params)
+            continue
+        keep, objective, tight = _prune(left, right, loss, depth, base.max_depth,
+                                        lam * tss, tss)
+        if tight:
+            fitted[lam] = _fit_at(estimator, lam, X, y, fit_params)
+            continue
+        est = copy.deepcopy(base)
+        est.set_params(leaf_penalty=lam)
+        est.objective_ = float(objective * unit)
+        est._builder_nodes = _pruned_nodes(base._builder_nodes, keep)
+        est.tree_ = est._make_tree(est._builder_nodes, *est._tree_mapping)
+        fitted[lam] = est
+    return fitted
+
+
+def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
+    """Fit a tree for every leaf penalty of a grid in one search.
+
+    Each returned estimator is the tree that ``estimator`` with that
+    ``leaf_penalty`` grows on ``(X, y)`` on its own (the same nodes and
+    objective).  For the greedy tree one tree is grown, at the smallest
+    penalty, and pruned for the others: a node's greedy split does not depend
+    on the penalty, only where the tree stops and what it prunes.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressor or CholeskyTreeRegressor
+        The tree's parameters; its own ``leaf_penalty`` is ignored and it is
+        not modified.
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+    leaf_penalties : sequence of float
+        The penalties (lambda, each >= 0), in any order; repeats are allowed.
+    sample_weight : array-like of shape (n_samples,), optional
+        Passed to ``fit`` (for estimators that accept it).
+
+    Returns
+    -------
+    estimators : list
+        One fitted estimator per entry of ``leaf_penalties``, in that order,
+        each with its ``leaf_penalty`` set.  Repeated penalties share one
+        estimator.  ``n_candidate_evaluations_`` counts the shared search.
+
+    Examples
+    --------
+    >>> from clarytree import CholeskyTreeRegressor, leaf_penalty_path
+    >>> from clarytree.datasets import make_piecewise_linear
+    >>> X, y = make_piecewise_linear(n_samples=300, random_state=0)
+    >>> path = leaf_penalty_path(CholeskyTreeRegressor(max_depth=3), X, y,
+    ...                          [1e-1, 1e-2, 1e-3])
+    >>> [tree.get_n_leaves() for tree in path] == sorted(
+    ...     tree.get_n_leaves() for tree in path)
+    True
+    """
+    _check_tree_estimator(estimator)
+    penalties = _check_grid(leaf_penalties, "leaf_penalties")
+    fit_params = _fit_params(estimator, sample_weight)
+    if _uses_greedy_search(estimator):
+        fitted = _greedy_path(estimator, X, y, penalties, fit_params)
+    else:
+        fitted = {lam: _fit_at(estimator, lam, X, y, fit_params)
+                  for lam in dict.fromkeys(penalties)}
+    return [fitted[lam] for lam in penalties]
+
+
+# --------------------------------------------------------------------------
+# Cross-validation
+# --------------------------------------------------------------------------
+
+
+# What the path reads off a fitted tree besides its public attributes.
+_PRIVATE_FIT_STATE = ("_builder_units", "_builder_nodes", "_tree_mapping")
+
+
+def _take(X, rows):
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+
+
+def _path_task(estimator, X, y, train, test, penalties, scorer):
+    """Fit the path on one fold's training rows and score every tree."""
+    start = time.perf_counter()
+    path = leaf_penalty_path(estimator, _take(X, train), y[train], penalties)
+    fit_time = time.perf_counter() - start
+    X_test, y_test = _take(X, test), y[test]
+    scores, score_times, n_leaves = [], [], []
+    for tree in path:
+        start = time.perf_counter()
+        scores.append(float(scorer(tree, X_test, y_test)))
+        score_times.append(time.perf_counter() - start)
+        n_leaves.append(tree.get_n_leaves())
+    return {"fit_time": fit_time / len(penalties), "scores": scores,
+            "score_times": score_times, "n_leaves": n_leaves}
+
+
+def _store(results, key, array, splits=False, rank=False):
+    # The aggregation of GridSearchCV, so that means, stds and ranks agree
+    # with it bit for bit.
+    n_splits = array.shape[1]
+    if splits:
+        for k in range(n_splits):
+            results[f"split{k}_{key}"] = array[:, k]
+    means = np.average(array, axis=1)
+    results[f"mean_{key}"] = means
+    results[f"std_{key}"] = np.sqrt(np.average((array - means[:, np.newaxis]) ** 2, axis=1))
+    if rank:
+        if np.isnan(means).all():
+            ranks = np.ones_like(means, dtype=np.int32)
+        else:
+            means = np.where(np.isnan(means), np.nanmin(means) - 1, means)
+            ranks = rankdata(-means, method="min").astype(np.int32, copy=False)
+        results[f"rank_{key}"] = ranks
+
+
+class _CVMixin:
+    """Tuning of (leaf_penalty, ridge_alpha) by cross-validation along the path."""
+
+    _cv_constraints: dict = {
+        "leaf_penalties": ["array-like"],
+        "ridge_alphas": ["array-like"],
+        # check_cv and check_scoring say what is wrong with these.
+        "cv": ["no_validation"],
+        "scoring": ["no_validation"],
+        "n_jobs": [Integral, None],
+        "refit": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def _tree_estimator(self):
+        """The single-tree estimator with this object's tree parameters."""
+        names = self._tree_class._get_param_names()
+        params = {k: v for k, v in self.get_params(deep=False).items() if k in names}
+        params["verbose"] = 0
+        return self._tree_class(**params)
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, groups=None):
+        """Choose the leaf penalty and ridge strength by CV, then refit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        groups : array-like of shape (n_samples,), optional
+            Group labels for a group-aware ``cv`` splitter.
+
+        Returns
+        -------
+        self : object
+        """
+        for name in list(vars(self)):
+            if name.endswith("_") and not name.startswith("__"):
+                delattr(self, name)
+        penalties = _check_grid(self.leaf_penalties, "leaf_penalties")
+        alphas = _check_grid(self.ridge_alphas, "ridge_alphas")
+        if self.leaf_model == "linear" and min(alphas) <= 0:
+            raise ValueError("ridge_alphas must be > 0 for linear leaves "
+                             f"(got {alphas})")
+        X_checked, y_checked = validate_data(self, X, y, dtype=np.float64,
+                                             y_numeric=True, order="C")
+        y_checked = np.ascontiguousarray(y_checked, dtype=np.float64)
+        # Inner fits see the caller's DataFrame (column names select
+        # regression features) or the validated array.
+        data = X if hasattr(X, "iloc") else X_checked
+        data, y_checked, groups = indexable(data, y_checked, groups)
+        cv = check_cv(self.cv, y_checked, classifier=False)
+        folds = list(cv.split(X_checked, y_checked, groups))
+        base = self._tree_estimator()
+        scorer = check_scoring(base, scoring=self.scoring)
+
+        tasks = [(f, j) for f in range(len(folds)) for j in range(len(alphas))]
+        parallel = Parallel(n_jobs=self.n_jobs, verbose=max(0, int(self.verbose) - 1))
+        out = parallel(
+            delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
+                                y_checked, folds[f][0], folds[f][1], penalties, scorer)
+            for f, j in tasks)
+
+        n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
+        shape = (n_lam, n_alpha, n_splits)
+        scores, fit_times = np.empty(shape), np.empty(shape)
+        score_times, leaves = np.empty(shape), np.empty(shape, dtype=np.intp)
+        for (f, j), res in zip(tasks, out, strict=True):
+            scores[:, j, f] = res["scores"]
+            fit_times[:, j, f] = res["fit_time"]
+            score_times[:, j, f] = res["score_times"]
+            leaves[:, j, f] = res["n_leaves"]
+
+        # Candidates in GridSearchCV's order: leaf_penalty outer, ridge_alpha inner.
+        n_cand = n_lam * n_alpha
+        params = [{"leaf_penalty": lam, "ridge_alpha": kap}
+                  for lam in penalties for kap in alphas]
+        results = {}
+        _store(results, "fit_time", fit_times.reshape(n_cand, n_splits))
+        _store(results, "score_time", score_times.reshape(n_cand, n_splits))
+        for key in ("leaf_penalty", "ridge_alpha"):
+            results[f"param_{key}"] = MaskedArray(
+                np.array([p[key] for p in params]), mask=np.zeros(n_cand, dtype=bool))
+        results["params"] = params
+        _store(results, "test_score", scores.reshape(n_cand, n_splits), splits=True,
+               rank=True)
+        _store(results, "n_leaves", leaves.reshape(n_cand, n_splits).astype(np.float64))
+        self.cv_results_ = results
+        self.n_leaves_path_ = leaves
+        self.n_splits_ = n_splits
+        self.best_index_ = int(results["rank_test_score"].argmin())
+        best = params[self.best_index_]
+        self.leaf_penalty_ = best["leaf_penalty"]
+        self.ridge_alpha_ = best["ridge_alpha"]
+        self.best_score_ = float(results["mean_test_score"][self.best_index_])
+        if self.verbose:
+            print(f"[{type(self).__name__}] best leaf_penalty={self.leaf_penalty_:g} "
+                  f"ridge_alpha={self.ridge_alpha_:g} mean CV score {self.best_score_:.4f}")
+        if self.refit:
+            start = time.perf_counter()
+            tree = clone(base).set_params(leaf_penalty=self.leaf_penalty_,
+                                          ridge_alpha=self.ridge_alpha_)
+            tree.fit(data, y_checked)
+            self.refit_time_ = time.perf_counter() - start
+            for name, value in vars(tree).items():
+                if name.endswith("_") and not name.startswith("__"):
+                    setattr(self, name, value)
+            for name in _PRIVATE_FIT_STATE:
+                setattr(self, name, getattr(tree, name))
+            self.best_estimator_ = tree
+        return self
+
+    def _validate_X_predict(self, X):
+        if getattr(self, "cv_results_", None) is not None and not hasattr(self, "tree_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} was fitted with refit=False: it holds the "
+                "CV results but no tree; refit it or fit the chosen pair yourself")
+        return super()._validate_X_predict(X)
+
+
+_CV_PARAMS_DOC = """
+    leaf_penalties : array-like of float, default=PAPER_LEAF_PENALTIES
+        The leaf penalties (lambda) tried; the default is the paper's grid
+        (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4).
+    ridge_alphas : array-like of float, default=PAPER_RIDGE_ALPHAS
+        The ridge strengths (kappa) tried; the default is the paper's grid
+        (1e-1, 1e-2, 1e-3, 1e-4, 1e-5).
+    cv : int, cross-validation generator or iterable, default=None
+        As in scikit-learn: None is 5-fold, an int the number of folds of an
+        unshuffled ``KFold``, or a splitter or an iterable of (train, test)
+        index arrays.
+    scoring : str, callable or None, default=None
+        Validation score (larger is better); None is the tree's ``score``,
+        R^2.
+    n_jobs : int or None, default=None
+        Parallel tasks, one per (fold, ridge_alpha): each grows the path of
+        all leaf penalties.  Runs through joblib, so
+        ``joblib.parallel_backend("dask")`` sends the tasks to a Dask
+        cluster.
+    refit : bool, default=True
+        Refit on all rows at the chosen pair; the estimator then is that
+        fitted tree.
+"""
+
+_CV_ATTRIBUTES_DOC = """
+    leaf_penalty_ : float
+        The chosen leaf penalty.
+    ridge_alpha_ : float
+        The chosen ridge strength.
+    best_score_ : float
+        Mean validation score of the chosen pair.
+    best_index_ : int
+        Its index in ``cv_results_``.
+    cv_results_ : dict of ndarray
+        As GridSearchCV's (``pandas.DataFrame(cv_results_)`` reads it), with
+        candidates ordered by leaf penalty, then ridge strength: ``params``,
+        ``param_leaf_penalty``, ``param_ridge_alpha``,
+        ``split{k}_test_score``, ``mean_test_score``, ``std_test_score``,
+        ``rank_test_score``, ``mean_fit_time`` / ``std_fit_time`` (a path's
+        time divided equally over its penalties), ``mean_score_time``,
+        ``std_score_time``, and ``mean_n_leaves`` / ``std_n_leaves``.  Ties go
+        to the first candidate, as in GridSearchCV.
+    n_leaves_path_ : ndarray of shape (n_leaf_penalties, n_ridge_alphas, n_splits)
+        Leaves of every tree fitted during the CV.
+    n_splits_ : int
+        Number of CV splits.
+    refit_time_ : float
+        Seconds of the refit (with ``refit=True``).
+    best_estimator_ : CLARITreeRegressor or CholeskyTreeRegressor
+        The refitted tree (with ``refit=True``), whose fitted attributes
+        (``tree_``, ``objective_``, ``leaf_coefs_``...) this estimator
+        shares.
+"""
+
+
+def _cv_doc(tree_doc_params, name, lookahead):
+    return (
+        f"""{name} with the leaf penalty and ridge strength chosen by cross-validation.
+
+    lambda (``leaf_penalty``) and kappa (``ridge_alpha``) are relative (a
+    fraction of the total variance per leaf and a per-sample ridge on
+    standardized features) but their best values depend on the data, and the
+    defaults of the single tree favour fit over size: tune them.  Every
+    (fold, ridge_alpha) task grows the trees of all leaf penalties in one
+    search (:func:`leaf_penalty_path`), scores them on the fold's validation
+    rows, and the pair with the best mean score is refitted on all rows;
+    the result equals ``GridSearchCV`` over the same grid, folds and scoring.
+
+    Parameters
+    ----------
+{_CV_PARAMS_DOC.strip(chr(10))}
+    verbose : int, default=0
+        1 prints the chosen pair; larger values also joblib's progress.
+"""
+        + tree_doc_params
+        + "\n    Attributes\n    ----------\n"
+        + _CV_ATTRIBUTES_DOC.strip("\n")
+        + "\n    tree_, objective_, leaf_ids_, leaf_intercepts_, leaf_coefs_, ...\n"
+        + "        Those of the refitted tree (see the single-tree estimator).\n"
+        + f"""
+    See Also
+    --------
+    leaf_penalty_path : the trees of a leaf-penalty grid in one search.
+    plot_cv_path : validation score against the leaf penalty.
+
+    Examples
+    --------
+    >>> from clarytree import {name}CV
+    >>> from clarytree.datasets import make_piecewise_linear
+    >>> X, y = make_piecewise_linear(n_samples=300, random_state=0)
+    >>> model = {name}CV(max_depth=2{lookahead}, cv=3).fit(X, y)
+    >>> model.leaf_penalty_ in model.leaf_penalties
+    True
+    >>> model.predict(X[:2]).shape
+    (2,)
+"""
+    )
+
+
+def _tree_params_doc(lookahead):
+    # The single tree's parameter list without the two tuned parameters.
+    text = _PARAMS_DOC.format(lookahead=lookahead).split("Attributes")[0]
+    lines = text.split("\n")
+    out, skip = [], False
+    for line in lines[3:]:
+        if line.startswith("    ") and not line.startswith("     "):
+            skip = line.split(" :")[0].strip() in ("leaf_penalty", "ridge_alpha", "verbose")
+        if not skip:
+            out.append(line)
+    return "\n".join(out).rstrip() + "\n"
+
+
+class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
+    __doc__ = _cv_doc(_tree_params_doc("""    lookahead_depth : int, default=1
+        Levels of exhaustive search before greedy completion (0 = greedy).
+"""), "CLARITreeRegressor", ", lookahead_depth=1")
+
+    _tree_class = CLARITreeRegressor
+    _parameter_constraints: dict = {
+        **{k: v for k, v in CLARITreeRegressor._parameter_constraints.items()
+           if k not in ("leaf_penalty", "ridge_alpha")},
+        **_CVMixin._cv_constraints,
+    }
+
+    def __init__(self, *, leaf_penalties=PAPER_LEAF_PENALTIES,
+                 ridge_alphas=PAPER_RIDGE_ALPHAS, cv=None, scoring=None, n_jobs=None,
+                 refit=True, verbose=0, max_depth=4, lookahead_depth=1,
+                 leaf_model="linear", n_thresholds=20, threshold_strategy="quantile",
+                 min_samples_leaf="auto", regression_features="auto"):
+        self.leaf_penalties = leaf_penalties
+        self.ridge_alphas = ridge_alphas
+        self.cv = cv
+        self.scoring = scoring
+        self.n_jobs = n_jobs
+        self.refit = refit
+        self.verbose = verbose
+        self.max_depth = max_depth
+        self.lookahead_depth = lookahead_depth
+        self.leaf_model = leaf_model
+        self.n_thresholds = n_thresholds
+        self.threshold_strategy = threshold_strategy
+        self.min_samples_leaf = min_samples_leaf
+        self.regression_features = regression_features
+
+    def _effective_lookahead(self):
+        return int(self.lookahead_depth)
+
+
+class CholeskyTreeRegressorCV(_CVMixin, _BaseLinearTree):
+    __doc__ = _cv_doc(_tree_params_doc(""), "CholeskyTreeRegressor", "")
+
+    _tree_class = CholeskyTreeRegressor
+    _parameter_constraints: dict = {
+        **{k: v for k, v in CholeskyTreeRegressor._parameter_constraints.items()
+           if k not in ("leaf_penalty", "ridge_alpha")},
+        **_CVMixin._cv_constraints,
+    }
+
+    def __init__(self, *, leaf_penalties=PAPER_LEAF_PENALTIES,
+                 ridge_alphas=PAPER_RIDGE_ALPHAS, cv=None, scoring=None, n_jobs=None,
+                 refit=True, verbose=0, max_depth=4, leaf_model="linear",
+                 n_thresholds=20, threshold_strategy="quantile", min_samples_leaf="auto",
+                 regression_features="auto"):
+        self.leaf_penalties = leaf_penalties
+        self.ridge_alphas = ridge_alphas
+        self.cv = cv
+        self.scoring = scoring
+        self.n_jobs = n_jobs
+        self.refit = refit
+        self.verbose = verbose
+        self.max_depth = max_depth
+        self.leaf_model = leaf_model
+        self.n_thresholds = n_thresholds
+        self.threshold_strategy = threshold_strategy
+        self.min_samples_leaf = min_samples_leaf
+        self.regression_features = regression_features
+
+
+def plot_cv_path(estimator, ax=None):
+    """Mean validation score against the leaf penalty, one line per ridge strength.
+
+    The view to choose sparsity from: each point is a (leaf_penalty,
+    ridge_alpha) pair, its error bar the standard deviation over the folds;
+    the points of the chosen ridge strength are labelled with their mean
+    number of leaves and the chosen pair is starred.  Larger penalties
+    (fewer leaves) are on the left.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressorCV or CholeskyTreeRegressorCV
+        A fitted CV estimator.
+    ax : matplotlib Axes, optional
+        Where to draw (a new figure by default).
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    if not isinstance(estimator, _CVMixin):
+        raise TypeError("plot_cv_path expects a fitted CLARITreeRegressorCV or "
+                        f"CholeskyTreeRegressorCV, got {type(estimator).__name__}")
+    if not hasattr(estimator, "cv_results_"):
+        raise NotFittedError(f"This {type(estimator).__name__} is not fitted yet")
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    res = estimator.cv_results_
+    lam = np.asarray(res["param_leaf_penalty"], dtype=float)
+    kap = np.asarray(res["param_ridge_alpha"], dtype=float)
+    mean, std = res["mean_test_score"], res["std_test_score"]
+    leaves = res["mean_n_leaves"]
+    for alpha in dict.fromkeys(kap.tolist()):
+        rows = np.flatnonzero(kap == alpha)
+        rows = rows[np.argsort(-lam[rows], kind="stable")]
+        chosen = alpha == estimator.ridge_alpha_
+        ax.errorbar(lam[rows], mean[rows], yerr=std[rows], marker="o", capsize=2,
+                    lw=2.0 if chosen else 1.0, alpha=1.0 if chosen else 0.6,
+                    label=f"ridge_alpha={alpha:g}")
+        if chosen:
+            for r in rows:
+                ax.annotate(f"{leaves[r]:.3g}", (lam[r], mean[r]), textcoords="offset points",
+                            xytext=(0, 7), ha="center", fontsize=7)
+    best = estimator.best_index_
+    ax.plot([lam[best]], [mean[best]], marker="*", ms=16, color="k", ls="none",
+            label=f"chosen: leaf_penalty={lam[best]:g}, ridge_alpha={kap[best]:g}, "
+                  f"{leaves[best]:.3g} leaves")
+    if np.all(lam > 0):
+        ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set_xlabel("leaf_penalty (lambda); labels: mean leaves at the chosen ridge_alpha")
+    ax.set_ylabel("mean validation score")
+    ax.legend(fontsize=7)
+    return ax

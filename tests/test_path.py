@@ -1,0 +1,303 @@
+"""The leaf-penalty path and the CV estimators."""
+
+import joblib
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from clarytree import (
+    CholeskyTreeRegressor,
+    CholeskyTreeRegressorCV,
+    CLARITreeRegressor,
+    CLARITreeRegressorCV,
+    export_text,
+    leaf_penalty_path,
+    leaf_table,
+    plot_cv_path,
+)
+from clarytree.datasets import make_piecewise_linear
+
+GRID = [1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4]
+
+
+def _separate(estimator, lam, X, y):
+    tree = estimator.__class__(**{**estimator.get_params(), "leaf_penalty": lam})
+    for name in ("_route", "_max_hist_bins"):
+        if hasattr(estimator, name):
+            setattr(tree, name, getattr(estimator, name))
+    return tree.fit(X, y)
+
+
+def _assert_same_fit(path_tree, separate):
+    a, b = path_tree.tree_.to_arrays(), separate.tree_.to_arrays()
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert path_tree.objective_ == pytest.approx(separate.objective_, rel=1e-12, abs=0)
+    np.testing.assert_array_equal(path_tree.leaf_coefs_, separate.leaf_coefs_)
+    np.testing.assert_array_equal(path_tree.leaf_ids_, separate.leaf_ids_)
+
+
+@st.composite
+def _problems(draw):
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(8, 120))
+    p = draw(st.integers(1, 4))
+    X = rng.normal(size=(n, p))
+    # Coarse values make ties in thresholds and in the split scores.
+    X = np.round(X, draw(st.integers(0, 2)))
+    if draw(st.booleans()):
+        X[:, 0] = rng.integers(0, 2, size=n)
+    y = np.where(X[:, -1] > 0, 2.0 * X[:, 0], -X[:, -1]) + rng.normal(
+        scale=draw(st.sampled_from([0.0, 0.1, 1.0])), size=n)
+    grid = draw(st.lists(st.sampled_from(GRID + [0.0, 0.2, 1.0]), min_size=1, max_size=8))
+    params = {
+        "max_depth": draw(st.integers(0, 4)),
+        "leaf_model": draw(st.sampled_from(["linear", "constant"])),
+        "ridge_alpha": draw(st.sampled_from([1e-1, 1e-3, 1e-5])),
+        "n_thresholds": draw(st.sampled_from([None, 2, 5, 20])),
+        "min_samples_leaf": draw(st.sampled_from(["auto", 1, 3, 10])),
+    }
+    route = draw(st.sampled_from([None, (256, 0), (0, 1), (0, 2), (0, 0)]))
+    return X, y, grid, params, route
+
+
+@settings(max_examples=60)
+@given(_problems(), st.sampled_from([0, 1, 2]))
+def test_path_equals_separate_fits(problem, lookahead):
+    X, y, grid, params, route = problem
+    if lookahead == 0:
+        est = CholeskyTreeRegressor(**params)
+    else:
+        est = CLARITreeRegressor(lookahead_depth=lookahead, **params)
+    if route is not None:
+        est._max_hist_bins, est._route = route
+    path = leaf_penalty_path(est, X, y, grid)
+    assert len(path) == len(grid)
+    for lam, tree in zip(grid, path, strict=True):
+        assert tree.leaf_penalty == lam
+        _assert_same_fit(tree, _separate(est, lam, X, y))
+
+
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+def test_greedy_path_on_the_paper_grid(leaf_model):
+    X, y = make_piecewise_linear(n_samples=800, n_features=4, n_regimes=4, noise=0.3,
+                                 random_state=1)
+    est = CholeskyTreeRegressor(max_depth=4, leaf_model=leaf_model)
+    path = leaf_penalty_path(est, X, y, GRID)
+    leaves = [t.get_n_leaves() for t in path]
+    # Larger penalties prune more; the grid is decreasing.
+    assert leaves == sorted(leaves) and leaves[0] < leaves[-1]
+    for lam, tree in zip(GRID, path, strict=True):
+        _assert_same_fit(tree, _separate(est, lam, X, y))
+
+
+def test_path_keeps_grid_order_and_repeats():
+    X, y = make_piecewise_linear(n_samples=300, random_state=0)
+    grid = [1e-3, 1e-1, 1e-3, 0.0, 1e-2]
+    path = leaf_penalty_path(CholeskyTreeRegressor(max_depth=3), X, y, grid)
+    assert [t.leaf_penalty for t in path] == grid
+    assert path[0] is path[2]
+
+
+def test_path_estimator_is_not_modified():
+    X, y = make_piecewise_linear(n_samples=200, random_state=0)
+    est = CholeskyTreeRegressor(max_depth=2, leaf_penalty=0.5)
+    leaf_penalty_path(est, X, y, [1e-2, 1e-3])
+    assert est.leaf_penalty == 0.5 and not hasattr(est, "tree_")
+
+
+@pytest.mark.parametrize("grid, error", [
+    ([], ValueError), ([-1e-3], ValueError), ([np.nan], ValueError),
+    ([[1e-3]], ValueError), (["a"], TypeError), (None, TypeError),
+])
+def test_path_rejects_bad_grids(grid, error):
+    X, y = make_piecewise_linear(n_samples=50, random_state=0)
+    with pytest.raises(error, match="leaf_penalties"):
+        leaf_penalty_path(CholeskyTreeRegressor(), X, y, grid)
+
+
+def test_path_rejects_other_estimators():
+    from sklearn.linear_model import Ridge
+
+    X, y = make_piecewise_linear(n_samples=50, random_state=0)
+    for bad in (Ridge(), CholeskyTreeRegressorCV(), CholeskyTreeRegressor):
+        with pytest.raises(TypeError, match="CLARITreeRegressor or CholeskyTreeRegressor|class"):
+            leaf_penalty_path(bad, X, y, [1e-3])
+
+
+def test_path_sample_weight_needs_support():
+    X, y = make_piecewise_linear(n_samples=50, random_state=0)
+    est = CholeskyTreeRegressor()
+    if "sample_weight" in est.fit.__code__.co_varnames:
+        pytest.skip("the tree accepts weights")
+    with pytest.raises(TypeError, match="sample_weight"):
+        leaf_penalty_path(est, X, y, [1e-3], sample_weight=np.ones(50))
+
+
+# --------------------------------------------------------------------------- CV
+
+
+def _data(n=240, seed=0):
+    return make_piecewise_linear(n_samples=n, n_features=3, n_regimes=4, noise=0.5,
+                                 random_state=seed)
+
+
+@pytest.mark.parametrize("cls, lookahead, scoring", [
+    (CLARITreeRegressorCV, 1, None),
+    (CLARITreeRegressorCV, 2, "neg_mean_absolute_error"),
+    (CholeskyTreeRegressorCV, None, None),
+    (CholeskyTreeRegressorCV, None, "neg_mean_squared_error"),
+])
+def test_cv_selects_what_grid_search_selects(cls, lookahead, scoring):
+    X, y = _data()
+    lams, kaps = [1e-1, 5e-2, 1e-2, 3e-3, 1e-3, 1e-4], [1e-1, 1e-3, 1e-5]
+    folds = KFold(3, shuffle=True, random_state=0)
+    kw = {"max_depth": 3}
+    if lookahead is not None:
+        kw["lookahead_depth"] = lookahead
+    model = cls(leaf_penalties=lams, ridge_alphas=kaps, cv=folds, scoring=scoring, **kw)
+    model.fit(X, y)
+    single = model._tree_class(**kw)
+    search = GridSearchCV(single, {"leaf_penalty": lams, "ridge_alpha": kaps}, cv=folds,
+                          scoring=scoring).fit(X, y)
+    res, ref = model.cv_results_, search.cv_results_
+    assert res["params"] == ref["params"]
+    for key in ["mean_test_score", "std_test_score"] + [f"split{k}_test_score"
+                                                        for k in range(3)]:
+        np.testing.assert_allclose(res[key], ref[key], rtol=1e-12, atol=1e-12, err_msg=key)
+    np.testing.assert_array_equal(res["rank_test_score"], ref["rank_test_score"])
+    assert model.best_index_ == search.best_index_
+    assert {"leaf_penalty": model.leaf_penalty_,
+            "ridge_alpha": model.ridge_alpha_} == search.best_params_
+    assert model.best_score_ == pytest.approx(search.best_score_, rel=1e-12)
+    np.testing.assert_array_equal(model.predict(X), search.predict(X))
+    # n_leaves_path_ holds the leaves of the fold trees, by (lambda, kappa, fold).
+    assert model.n_leaves_path_.shape == (len(lams), len(kaps), 3)
+    np.testing.assert_allclose(res["mean_n_leaves"],
+                               model.n_leaves_path_.reshape(-1, 3).mean(axis=1))
+
+
+def test_cv_is_the_refitted_tree():
+    import pandas as pd
+
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    model = CLARITreeRegressorCV(leaf_penalties=[1e-1, 1e-2, 1e-3], ridge_alphas=[1e-3],
+                                 max_depth=2, cv=3, regression_features=["a", "c"])
+    model.fit(frame, y)
+    best = model.best_estimator_
+    assert best.leaf_penalty == model.leaf_penalty_
+    assert best.ridge_alpha == model.ridge_alpha_
+    direct = CLARITreeRegressor(max_depth=2, leaf_penalty=model.leaf_penalty_,
+                                ridge_alpha=model.ridge_alpha_,
+                                regression_features=["a", "c"]).fit(frame, y)
+    _assert_same_fit(model, direct)
+    np.testing.assert_array_equal(model.predict(frame), direct.predict(frame))
+    np.testing.assert_array_equal(model.apply(frame), direct.apply(frame))
+    assert export_text(model) == export_text(direct)
+    pd.testing.assert_frame_equal(leaf_table(model), leaf_table(direct))
+    assert list(model.feature_names_in_) == ["a", "b", "c"]
+    np.testing.assert_array_equal(model.regression_features_, [0, 2])
+    assert model.score(frame, y) == direct.score(frame, y)
+
+
+def test_cv_parallel_equals_serial():
+    X, y = _data()
+    kw = {"leaf_penalties": [1e-1, 1e-2, 1e-3], "ridge_alphas": [1e-1, 1e-4], "cv": 3,
+          "max_depth": 3}
+    serial = CLARITreeRegressorCV(**kw).fit(X, y)
+    parallel = CLARITreeRegressorCV(n_jobs=2, **kw).fit(X, y)
+    for key in ("mean_test_score", "rank_test_score", "mean_n_leaves"):
+        np.testing.assert_array_equal(serial.cv_results_[key], parallel.cv_results_[key])
+    np.testing.assert_array_equal(serial.predict(X), parallel.predict(X))
+
+
+def test_cv_on_a_dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    X, y = _data(n=150)
+    kw = {"leaf_penalties": [1e-1, 1e-2, 1e-3], "ridge_alphas": [1e-1, 1e-4], "cv": 3,
+          "max_depth": 2}
+    serial = CLARITreeRegressorCV(**kw).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream, \
+                joblib.parallel_backend("dask"):
+            model = CLARITreeRegressorCV(**kw).fit(X, y)
+        # The (fold, kappa) path tasks ran on the cluster's workers.
+        assert len(stream.data) >= 3 * 2
+    np.testing.assert_array_equal(model.cv_results_["mean_test_score"],
+                                  serial.cv_results_["mean_test_score"])
+    assert (model.leaf_penalty_, model.ridge_alpha_) == (serial.leaf_penalty_,
+                                                         serial.ridge_alpha_)
+
+
+def test_cv_without_refit():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _data(n=120)
+    model = CholeskyTreeRegressorCV(leaf_penalties=[1e-2, 1e-3], ridge_alphas=[1e-3],
+                                    cv=2, refit=False).fit(X, y)
+    assert model.leaf_penalty_ in (1e-2, 1e-3)
+    assert not hasattr(model, "tree_")
+    with pytest.raises(NotFittedError, match="refit=False"):
+        model.predict(X)
+
+
+@pytest.mark.parametrize("params, error, match", [
+    ({"leaf_penalties": [-1.0]}, ValueError, "leaf_penalties"),
+    ({"ridge_alphas": []}, ValueError, "ridge_alphas"),
+    ({"ridge_alphas": [0.0, 1e-3]}, ValueError, "ridge_alphas must be > 0"),
+    ({"cv": "five"}, ValueError, "cv"),
+    ({"scoring": "not_a_metric"}, ValueError, "scoring"),
+    ({"n_jobs": 1.5}, ValueError, "n_jobs"),
+])
+def test_cv_rejects_bad_parameters(params, error, match):
+    X, y = _data(n=60)
+    with pytest.raises(error, match=match):
+        CholeskyTreeRegressorCV(**params).fit(X, y)
+
+
+def test_cv_verbose_prints_the_pair(capsys):
+    X, y = _data(n=120)
+    model = CholeskyTreeRegressorCV(leaf_penalties=[1e-2], ridge_alphas=[1e-3], cv=2,
+                                    verbose=1).fit(X, y)
+    assert f"leaf_penalty={model.leaf_penalty_:g}" in capsys.readouterr().out
+
+
+def test_plot_cv_path():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    X, y = _data(n=150)
+    model = CholeskyTreeRegressorCV(leaf_penalties=[1e-1, 1e-2, 1e-3],
+                                    ridge_alphas=[1e-1, 1e-3], cv=3).fit(X, y)
+    ax = plot_cv_path(model)
+    # One line per ridge strength plus the chosen pair's star.
+    assert len(ax.get_lines()) >= 3
+    star = [line for line in ax.get_lines() if line.get_marker() == "*"]
+    assert len(star) == 1
+    np.testing.assert_allclose(star[0].get_xydata(), [[model.leaf_penalty_, model.best_score_]])
+    labels = {t.get_text() for t in ax.texts}
+    best_kappa = model.cv_results_["param_ridge_alpha"] == model.ridge_alpha_
+    assert {f"{v:.3g}" for v in model.cv_results_["mean_n_leaves"][best_kappa]} <= labels
+    plt.close("all")
+    with pytest.raises(TypeError, match="CV"):
+        plot_cv_path(CholeskyTreeRegressor().fit(X, y))
+
+
+@parametrize_with_checks([
+    CholeskyTreeRegressorCV(leaf_penalties=[1e-2, 1e-3], ridge_alphas=[1e-3], cv=2,
+                            max_depth=2),
+    CLARITreeRegressorCV(leaf_penalties=[1e-2, 1e-3], ridge_alphas=[1e-2, 1e-4], cv=2,
+                         max_depth=2),
+])
+def test_cv_sklearn_compatible(estimator, check):
+    check(estimator)
