@@ -18,8 +18,6 @@ from numpy.ma import MaskedArray
 from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.metrics import check_scoring
-from sklearn.model_selection import check_cv
 from sklearn.utils.validation import has_fit_parameter, indexable, validate_data
 
 from ._classes import (
@@ -299,8 +297,8 @@ class _CVMixin:
         "leaf_penalties": ["array-like"],
         "ridge_alphas": ["array-like"],
         # check_cv and check_scoring say what is wrong with these.
-        "cv": ["no_validation"],
-        "scoring": ["no_validation"],
+        "cv": "no_validation",
+        "scoring": "no_validation",
         "n_jobs": [Integral, None],
         "refit": ["boolean"],
         "verbose": ["verbose"],
@@ -328,6 +326,11 @@ class _CVMixin:
         -------
         self : object
         """
+        # Imported here: importing clarytree must not need these modules
+        # (they import private scikit-learn names at import time).
+        from sklearn.metrics import check_scoring
+        from sklearn.model_selection import check_cv
+
         for name in list(vars(self)):
             if name.endswith("_") and not name.startswith("__"):
                 delattr(self, name)
