@@ -92,13 +92,13 @@ def build_time(parts, depth, route, msl, repeats, min_seconds=0.2):
     Builders (with fresh copies of the sorted orders, which a build
     reorders) are prepared outside the timed region.
     """
-    from clarytree._builder import TreeBuilder
+    from clarytree._builder import BuildContext, GreedyBuilder
     from clarytree._splitter import Splitter
 
     def prepared():
         splitter = Splitter(parts["bins"], parts["order"].copy(), parts["n_bins"], msl,
                             parts["criterion"], 0, route)
-        return TreeBuilder(splitter, parts["criterion"], depth, 0, 0.0, msl, None)
+        return GreedyBuilder(BuildContext(splitter, parts["criterion"], depth, 0.0, msl))
 
     builder = prepared()
     t0 = time.process_time()
@@ -176,13 +176,15 @@ def candidates(x, msl):
 
 
 def run_case(n, k, args):
+    from clarytree._splitter import SearchRoute
+
     X, y = make_piecewise_linear(n_samples=n, n_features=k, noise=0.5, random_state=args.seed)
     msl = max(1, 5 * k)
     repeats = args.repeats if n < 10 ** 6 else 2
     parts = prepare(X, y, args.kappa)
-    t0, _ = build_time(parts, 0, 2, msl, repeats)
-    t_inc, objective = build_time(parts, 1, 2, msl, repeats)
-    t_bulk, _ = build_time(parts, 1, 1, msl, repeats)
+    t0, _ = build_time(parts, 0, SearchRoute.INCREMENTAL, msl, repeats)
+    t_inc, objective = build_time(parts, 1, SearchRoute.INCREMENTAL, msl, repeats)
+    t_bulk, _ = build_time(parts, 1, SearchRoute.BULK, msl, repeats)
     sweep_inc = max(t_inc - t0, 1e-9)
     sweep_bulk = max(t_bulk - t0, 1e-9)
     del parts

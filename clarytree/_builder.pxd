@@ -1,37 +1,54 @@
-# Tree construction: greedy (CholeskyTree) and lookahead (CLARITree).
+# Tree construction: a template (TreeBuilder) and the strategies that choose
+# a node's split: greedy (CholeskyTree) and lookahead (CLARITree).
 
 from ._criterion cimport Criterion
-from ._splitter cimport Splitter, Candidate, SplitRecord
+from ._splitter cimport Splitter, SplitterWork, Candidate, CarryState, SplitRecord
 
 
 cdef struct NodeRecord:
-    Py_ssize_t left_child
+    Py_ssize_t left_child        # TREE_LEAF for leaves
     Py_ssize_t right_child
-    Py_ssize_t feature
-    Py_ssize_t bin
+    Py_ssize_t feature           # TREE_UNDEFINED for leaves
+    Py_ssize_t bin               # threshold index (TREE_UNDEFINED for leaves)
     Py_ssize_t n_samples
     Py_ssize_t depth
     double loss                  # leaf objective of the node's rows (no penalty)
 
 
-cdef class TreeBuilder:
-    cdef Splitter splitter
-    cdef Criterion criterion
+cdef struct Workspace:
+    # Everything one thread writes while it grows (sub)trees.  Buffers are
+    # indexed by node depth: at any time at most one node per depth is
+    # being worked on, so a completion run inside a candidate never
+    # clobbers its caller's buffers.
+    SplitterWork sw
+    double* totals               # (levels, 2, n_stats): node statistics per side
+    double* hists                # (levels, 2, hist_size * n_stats)
+    unsigned long long* keys     # (levels, 2, hist_size)
+    double* best_left            # (levels, n_stats): best split's left child
+    double* right_acc            # n_stats
+    Candidate** cand             # per depth: candidate list
+    double** score               # per depth: one score slot per candidate
+    Py_ssize_t* cand_capacity
+    int** saved                  # per depth: saved orders + bin-sorted rows
+    Py_ssize_t* saved_capacity
+    unsigned long long n_evaluations
+
+
+cdef class BuildContext:
+    # What one fit shares along the builder chain: the splitter and
+    # criterion (read-only), the stopping parameters, the workspaces
+    # (allocated once per fit), the output nodes and the progress callback.
+    cdef readonly Splitter splitter
+    cdef readonly Criterion criterion
     cdef readonly Py_ssize_t max_depth
-    cdef readonly Py_ssize_t lookahead_depth
     cdef readonly double leaf_cost           # lambda * TSS
-    cdef Py_ssize_t min_samples_leaf
+    cdef readonly Py_ssize_t min_samples_leaf
     cdef Py_ssize_t n_stats
     cdef Py_ssize_t levels
+    cdef Py_ssize_t hist_size
 
-    # Per (depth, side) slots: the statistics of the node being worked on.
-    cdef double[:, :, ::1] totals            # (levels, 2, n_stats)
-    cdef double[:, :, ::1] hists             # (levels, 2, hist_size * n_stats)
-    cdef unsigned long long[:, :, ::1] keys  # (levels, 2, hist_size)
-    cdef Candidate** cand                    # per depth: candidate lists
-    cdef Py_ssize_t* cand_capacity
-    cdef int** saved                         # per depth: node orders to restore
-    cdef Py_ssize_t* saved_capacity
+    cdef Workspace* ws                       # n_workspaces, [0] the main thread's
+    cdef Py_ssize_t n_workspaces
 
     cdef NodeRecord* nodes
     cdef double* coefs
@@ -39,18 +56,53 @@ cdef class TreeBuilder:
     cdef Py_ssize_t node_capacity
 
     cdef object progress                     # callable(done, total) or None
-    cdef public unsigned long long n_evaluations
 
-    cdef double grow(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t depth,
-                     int side, Py_ssize_t remaining, Py_ssize_t lookahead,
-                     bint emit) noexcept nogil
-    cdef void prepare_children(self, Py_ssize_t start, Py_ssize_t mid,
-                               Py_ssize_t end, Py_ssize_t depth,
-                               int side) noexcept nogil
-    cdef bint _reserve(self, Py_ssize_t depth, Py_ssize_t n_cand,
-                       Py_ssize_t n_saved) noexcept nogil
-    cdef void emit_leaf_children(self, Py_ssize_t node, Py_ssize_t depth,
-                                 Py_ssize_t m, const double* total,
-                                 SplitRecord* record) noexcept nogil
+    cdef int _init_workspace(self, Workspace* ws, bint own_order) except -1
+    cdef void _free_workspace(self, Workspace* ws) noexcept nogil
+    cdef double* total(self, Workspace* ws, Py_ssize_t depth,
+                       int side) noexcept nogil
+    cdef double* hist(self, Workspace* ws, Py_ssize_t depth, int side) noexcept nogil
+    cdef unsigned long long* keys(self, Workspace* ws, Py_ssize_t depth,
+                                  int side) noexcept nogil
+    cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
+                     Py_ssize_t n_saved) except -1 nogil
     cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
-                              double loss, const double* acc) noexcept nogil
+                              double loss, const double* acc,
+                              Workspace* ws) except -1 nogil
+
+
+cdef class TreeBuilder:
+    cdef readonly BuildContext ctx
+    cdef Splitter splitter                   # the context's, for short access
+    cdef Criterion criterion
+
+    # Objective of the subtree grown on rows [start, end) whose statistics
+    # are in ws's slot (depth, side); with emit the nodes are appended.
+    cdef int grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                  Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
+                  double* objective) except -1 nogil
+    # The split of a node with remaining >= 2 levels: 1 found, 0 none.
+    cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                    Py_ssize_t depth, int side, Py_ssize_t remaining,
+                    SplitRecord* split) except -1 nogil
+    cdef int _last_level(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                         Py_ssize_t depth, int side, Py_ssize_t node, bint emit,
+                         double leaf_objective, double* objective) except -1 nogil
+    cdef void prepare_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
+                               Py_ssize_t end, Py_ssize_t depth,
+                               const double* parent_total, const double* parent_hist,
+                               const unsigned long long* parent_keys) noexcept nogil
+
+
+cdef class GreedyBuilder(TreeBuilder):
+    pass
+
+
+cdef class LookaheadBuilder(TreeBuilder):
+    cdef readonly TreeBuilder inner
+    cdef readonly Py_ssize_t lookahead_depth
+
+    cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                    Py_ssize_t depth, int side, Py_ssize_t remaining,
+                    const Candidate* c, CarryState* carry, double bound,
+                    double* score) except -1 nogil

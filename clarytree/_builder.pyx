@@ -1,108 +1,212 @@
-"""Greedy and lookahead tree construction over a Splitter."""
+"""Tree construction: the TreeBuilder template, greedy and lookahead strategies.
+
+``TreeBuilder.grow`` is the template every strategy shares: stopping rules,
+node output, partition and children statistics, recursion and post-pruning.
+A strategy only decides how a node with at least two levels left picks its
+split (``choose``):
+
+- ``GreedyBuilder``: the splitter's best split by the children's leaf losses
+  (CholeskyTree).
+- ``LookaheadBuilder``: every candidate split is scored by the objective of
+  the trees its inner builder grows on both children (a ``GreedyBuilder``
+  for lookahead depth 1, the paper's CLARITree; a ``LookaheadBuilder`` of
+  depth k - 1 for depth k), and the committed children are refined by the
+  lookahead builder itself.
+
+With one level left every strategy takes the best split: both children are
+leaves, so the split score is their objective (no partition needed).
+"""
 
 import numpy as np
 
 from libc.math cimport INFINITY
-
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport calloc, realloc, free
 
 from ._criterion cimport Criterion
-from ._splitter cimport Splitter, SplitRecord, Candidate, improves
-from ._builder cimport NodeRecord
+from ._splitter cimport (
+    Splitter, SplitRecord, Candidate, CarryState, improves,
+)
+from ._tree cimport TREE_LEAF, TREE_UNDEFINED
 
 
-cdef class TreeBuilder:
-    """Builds the tree minimizing sum of leaf losses + leaf_cost * n_leaves.
+cdef class BuildContext:
+    """Shared state of one fit: parameters, workspaces, output nodes.
 
-    ``lookahead=0`` is the greedy CholeskyTree: a node takes the split with
-    the smallest sum of children's leaf losses.  ``lookahead=k >= 1`` scores
-    every candidate split of a node by the objective of the trees that
-    ``lookahead=k-1`` builds on its two children (k = 1: greedy completions,
-    the paper's CLARITree), keeps the best, and refines both children with
-    the same lookahead.  Every split is kept only if its subtree objective is
-    strictly below the node's leaf objective.
-
-    Workspaces are allocated once per fit and indexed by node depth: at any
-    time at most one node per depth is being worked on, so a completion run
-    inside a candidate never clobbers its caller's buffers.
+    Parameters
+    ----------
+    splitter : Splitter
+    criterion : Criterion
+    max_depth : int
+    leaf_cost : float
+        Penalty of one leaf in the criterion's units (lambda * TSS).
+    min_samples_leaf : int
+    progress : callable or None, default=None
+        ``progress(done, total)`` after each candidate of the root.
     """
 
     def __cinit__(self):
-        self.cand = NULL
-        self.cand_capacity = NULL
-        self.saved = NULL
-        self.saved_capacity = NULL
+        self.ws = NULL
+        self.n_workspaces = 0
         self.nodes = NULL
         self.coefs = NULL
 
-    def __init__(self, Splitter splitter, Criterion criterion,
-                 Py_ssize_t max_depth, Py_ssize_t lookahead_depth,
-                 double leaf_cost, Py_ssize_t min_samples_leaf,
-                 object progress=None):
-        cdef Py_ssize_t levels = max_depth + 2, i
+    def __init__(self, Splitter splitter, Criterion criterion, Py_ssize_t max_depth,
+                 double leaf_cost, Py_ssize_t min_samples_leaf, object progress=None):
+        if splitter.criterion is not criterion:
+            raise ValueError("the splitter must search with the same criterion")
+        if max_depth < 0:
+            raise ValueError("max_depth must be >= 0")
         self.splitter = splitter
         self.criterion = criterion
         self.max_depth = max_depth
-        self.lookahead_depth = lookahead_depth
         self.leaf_cost = leaf_cost
         self.min_samples_leaf = max(min_samples_leaf, 1)
         self.n_stats = criterion.n_stats
-        self.levels = levels
-        self.totals = np.zeros((levels, 2, self.n_stats))
-        self.hists = np.zeros((levels, 2, splitter.hist_size * self.n_stats))
-        self.keys = np.zeros((levels, 2, splitter.hist_size), dtype=np.uint64)
-        self.cand = <Candidate**>malloc(levels * sizeof(Candidate*))
-        self.cand_capacity = <Py_ssize_t*>malloc(levels * sizeof(Py_ssize_t))
-        self.saved = <int**>malloc(levels * sizeof(int*))
-        self.saved_capacity = <Py_ssize_t*>malloc(levels * sizeof(Py_ssize_t))
-        if (self.cand == NULL or self.cand_capacity == NULL or self.saved == NULL
-                or self.saved_capacity == NULL):
-            raise MemoryError()
-        for i in range(levels):
-            self.cand[i] = NULL
-            self.cand_capacity[i] = 0
-            self.saved[i] = NULL
-            self.saved_capacity[i] = 0
-        self.node_capacity = 0
-        self.node_count = 0
+        self.levels = max_depth + 2
+        self.hist_size = splitter.hist_size
         self.progress = progress
-        self.n_evaluations = 0
+        self.node_count = 0
+        self.node_capacity = 0
+        self.ws = <Workspace*>calloc(1, sizeof(Workspace))
+        if self.ws == NULL:
+            raise MemoryError("could not allocate the build workspaces")
+        self.n_workspaces = 1
+        self._init_workspace(&self.ws[0], False)
 
     def __dealloc__(self):
-        cdef Py_ssize_t i
-        if self.cand != NULL:
-            for i in range(self.levels):
-                free(self.cand[i])
-                free(self.saved[i])
-        free(self.cand)
-        free(self.cand_capacity)
-        free(self.saved)
-        free(self.saved_capacity)
+        cdef Py_ssize_t t
+        if self.ws != NULL:
+            for t in range(self.n_workspaces):
+                self._free_workspace(&self.ws[t])
+        free(self.ws)
         free(self.nodes)
         free(self.coefs)
 
-    def build(self):
-        """Grow the tree on all rows.
+    cdef int _init_workspace(self, Workspace* ws, bint own_order) except -1:
+        cdef Py_ssize_t L = self.levels, n_stats = self.n_stats, h = self.hist_size
+        self.splitter.init_work(&ws.sw, own_order)
+        ws.totals = <double*>calloc(L * 2 * n_stats, sizeof(double))
+        ws.hists = <double*>calloc(L * 2 * h * n_stats, sizeof(double))
+        ws.keys = <unsigned long long*>calloc(L * 2 * h, sizeof(unsigned long long))
+        ws.best_left = <double*>calloc(L * n_stats + n_stats, sizeof(double))
+        ws.cand = <Candidate**>calloc(L, sizeof(Candidate*))
+        ws.score = <double**>calloc(L, sizeof(double*))
+        ws.cand_capacity = <Py_ssize_t*>calloc(L, sizeof(Py_ssize_t))
+        ws.saved = <int**>calloc(L, sizeof(int*))
+        ws.saved_capacity = <Py_ssize_t*>calloc(L, sizeof(Py_ssize_t))
+        ws.n_evaluations = 0
+        if (ws.totals == NULL or ws.hists == NULL or ws.keys == NULL
+                or ws.best_left == NULL or ws.cand == NULL or ws.score == NULL
+                or ws.cand_capacity == NULL or ws.saved == NULL
+                or ws.saved_capacity == NULL):
+            raise MemoryError("could not allocate the build workspaces")
+        ws.right_acc = ws.best_left + L * n_stats
+        return 0
 
-        Returns
-        -------
-        objective : float
-        nodes : dict of ndarray
-            Node arrays in preorder (see ``clarytree._tree.Tree``), with
-            ``bin`` the threshold index of each split and ``coef`` the leaf
-            model of every node in the criterion's coordinates.
-        """
-        cdef Py_ssize_t n = self.splitter.n_samples
-        cdef double objective
-        self.node_count = 0
-        with nogil:
-            self.splitter.node_stats(0, n, &self.totals[0, 0, 0],
-                                     &self.hists[0, 0, 0], &self.keys[0, 0, 0])
-            objective = self.grow(0, n, 0, 0, self.max_depth,
-                                  self.lookahead_depth, True)
-        if self.node_count < 0:
-            raise MemoryError("could not allocate tree nodes")
-        return objective, self._arrays()
+    cdef void _free_workspace(self, Workspace* ws) noexcept nogil:
+        cdef Py_ssize_t d
+        self.splitter.free_work(&ws.sw)
+        for d in range(self.levels):
+            if ws.cand != NULL:
+                free(ws.cand[d])
+            if ws.score != NULL:
+                free(ws.score[d])
+            if ws.saved != NULL:
+                free(ws.saved[d])
+        free(ws.totals)
+        free(ws.hists)
+        free(ws.keys)
+        free(ws.best_left)
+        free(ws.cand)
+        free(ws.score)
+        free(ws.cand_capacity)
+        free(ws.saved)
+        free(ws.saved_capacity)
+
+    cdef double* total(self, Workspace* ws, Py_ssize_t depth, int side) noexcept nogil:
+        return ws.totals + (2 * depth + side) * self.n_stats
+
+    cdef double* hist(self, Workspace* ws, Py_ssize_t depth, int side) noexcept nogil:
+        return ws.hists + (2 * depth + side) * self.hist_size * self.n_stats
+
+    cdef unsigned long long* keys(self, Workspace* ws, Py_ssize_t depth,
+                                  int side) noexcept nogil:
+        return ws.keys + (2 * depth + side) * self.hist_size
+
+    cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
+                     Py_ssize_t n_saved) except -1 nogil:
+        cdef Candidate* c
+        cdef double* s
+        cdef int* r
+        if n_cand > ws.cand_capacity[depth]:
+            c = <Candidate*>realloc(ws.cand[depth], n_cand * sizeof(Candidate))
+            if c != NULL:
+                ws.cand[depth] = c
+            s = <double*>realloc(ws.score[depth], n_cand * sizeof(double))
+            if s != NULL:
+                ws.score[depth] = s
+            if c == NULL or s == NULL:
+                with gil:
+                    raise MemoryError("could not allocate candidate lists")
+            ws.cand_capacity[depth] = n_cand
+        if n_saved > ws.saved_capacity[depth]:
+            r = <int*>realloc(ws.saved[depth], n_saved * sizeof(int))
+            if r == NULL:
+                with gil:
+                    raise MemoryError("could not allocate row-order buffers")
+            ws.saved[depth] = r
+            ws.saved_capacity[depth] = n_saved
+        return 0
+
+    cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
+                              double loss, const double* acc,
+                              Workspace* ws) except -1 nogil:
+        cdef Py_ssize_t p = self.criterion.p, capacity, node
+        cdef NodeRecord* nodes
+        cdef double* coefs
+        if self.node_count == self.node_capacity:
+            capacity = max(2 * self.node_capacity, 64)
+            nodes = <NodeRecord*>realloc(self.nodes, capacity * sizeof(NodeRecord))
+            if nodes != NULL:
+                self.nodes = nodes
+            coefs = <double*>realloc(self.coefs, capacity * p * sizeof(double))
+            if coefs != NULL:
+                self.coefs = coefs
+            if nodes == NULL or coefs == NULL:
+                with gil:
+                    raise MemoryError("could not allocate tree nodes")
+            self.node_capacity = capacity
+        node = self.node_count
+        self.node_count += 1
+        self.nodes[node].left_child = TREE_LEAF
+        self.nodes[node].right_child = TREE_LEAF
+        self.nodes[node].feature = TREE_UNDEFINED
+        self.nodes[node].bin = TREE_UNDEFINED
+        self.nodes[node].n_samples = n_samples
+        self.nodes[node].depth = depth
+        self.nodes[node].loss = loss
+        self.criterion.coef(acc, &self.coefs[node * p], &ws.sw.crit)
+        return node
+
+    def counters(self):
+        """Engine counters of the last build, summed over the workspaces."""
+        cdef Py_ssize_t t
+        out = {"n_evaluations": 0, "n_bulk_sweeps": 0, "n_incremental_sweeps": 0,
+               "n_refactor": 0}
+        for t in range(self.n_workspaces):
+            out["n_evaluations"] += self.ws[t].n_evaluations
+            out["n_bulk_sweeps"] += self.ws[t].sw.n_bulk_sweeps
+            out["n_incremental_sweeps"] += self.ws[t].sw.n_incremental_sweeps
+            out["n_refactor"] += self.ws[t].sw.crit.n_refactor
+        return out
+
+    def _reset_counters(self):
+        cdef Py_ssize_t t
+        for t in range(self.n_workspaces):
+            self.ws[t].n_evaluations = 0
+            self.ws[t].sw.n_bulk_sweeps = 0
+            self.ws[t].sw.n_incremental_sweeps = 0
+            self.ws[t].sw.crit.n_refactor = 0
 
     def _arrays(self):
         cdef Py_ssize_t i, j, count = self.node_count, p = self.criterion.p
@@ -128,61 +232,141 @@ cdef class TreeBuilder:
                 out["coef"][i, j] = self.coefs[i * p + j]
         return out
 
-    cdef void emit_leaf_children(self, Py_ssize_t node, Py_ssize_t depth,
-                                 Py_ssize_t m, const double* total,
-                                 SplitRecord* record) noexcept nogil:
-        cdef Py_ssize_t s, left, right
-        cdef double* left_acc = &self.splitter.best_left[0]
-        cdef double* right_acc = &self.splitter.acc_right[0]
-        for s in range(self.n_stats):
-            right_acc[s] = total[s] - left_acc[s]
-        left = self.push_node(depth + 1, record.n_left,
-                              self.criterion.loss(left_acc), left_acc)
-        right = self.push_node(depth + 1, m - record.n_left,
-                               self.criterion.loss(right_acc), right_acc)
-        if left < 0 or right < 0:
-            return
-        self.nodes[node].feature = record.feature
-        self.nodes[node].bin = record.bin
-        self.nodes[node].left_child = left
-        self.nodes[node].right_child = right
 
-    cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
-                              double loss, const double* acc) noexcept nogil:
-        cdef Py_ssize_t p = self.criterion.p, capacity, node
-        cdef NodeRecord* nodes
-        cdef double* coefs
-        if self.node_count < 0:
-            return -1
-        if self.node_count == self.node_capacity:
-            capacity = max(2 * self.node_capacity, 64)
-            nodes = <NodeRecord*>realloc(self.nodes, capacity * sizeof(NodeRecord))
-            if nodes == NULL:
-                self.node_count = -1
-                return -1
-            self.nodes = nodes
-            coefs = <double*>realloc(self.coefs, capacity * p * sizeof(double))
-            if coefs == NULL:
-                self.node_count = -1
-                return -1
-            self.coefs = coefs
-            self.node_capacity = capacity
-        node = self.node_count
-        self.node_count += 1
-        self.nodes[node].left_child = -1
-        self.nodes[node].right_child = -1
-        self.nodes[node].feature = -2
-        self.nodes[node].bin = -1
-        self.nodes[node].n_samples = n_samples
-        self.nodes[node].depth = depth
-        self.nodes[node].loss = loss
-        self.criterion.coef(acc, &self.coefs[node * p])
-        return node
+cdef class TreeBuilder:
+    """Template: grows the tree minimizing sum of leaf losses + leaf_cost * n_leaves.
 
-    cdef void prepare_children(self, Py_ssize_t start, Py_ssize_t mid,
+    A node is a leaf at ``remaining == 0`` levels, when its leaf objective
+    (loss plus its own leaf cost) is at most ``2 * leaf_cost``, or when it has
+    fewer than ``2 * min_samples_leaf`` rows.  Otherwise the strategy's
+    ``choose`` picks a split, both children are grown by this builder, and
+    the split is kept only if the subtree objective is strictly below the
+    node's leaf objective.
+
+    Parameters
+    ----------
+    context : BuildContext
+    """
+
+    def __init__(self, BuildContext context):
+        self.ctx = context
+        self.splitter = context.splitter
+        self.criterion = context.criterion
+
+    def build(self):
+        """Grow the tree on all rows.
+
+        Returns
+        -------
+        objective : float
+        nodes : dict of ndarray
+            Node arrays in preorder (see ``clarytree._tree.Tree``), with
+            ``bin`` the threshold index of each split and ``coef`` the leaf
+            model of every node in the criterion's coordinates.
+        """
+        cdef BuildContext ctx = self.ctx
+        cdef Workspace* ws = &ctx.ws[0]
+        cdef Py_ssize_t n = ctx.splitter.n_samples
+        cdef double objective = INFINITY
+        ctx.node_count = 0
+        ctx._reset_counters()
+        with nogil:
+            ctx.splitter.node_stats(&ws.sw, 0, n, ctx.total(ws, 0, 0),
+                                    ctx.hist(ws, 0, 0), ctx.keys(ws, 0, 0))
+            self.grow(ws, 0, n, 0, 0, ctx.max_depth, True, &objective)
+        return objective, ctx._arrays()
+
+    cdef int grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                  Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
+                  double* objective) except -1 nogil:
+        """Objective of the subtree grown on rows [start, end).
+
+        The node's statistics are in ws's slot ``(depth, side)``.  With
+        ``emit`` the nodes are appended to the output in preorder (a pruned
+        subtree is truncated away again).
+        """
+        cdef const double* total = self.ctx.total(ws, depth, side)
+        cdef Py_ssize_t m = end - start, node = -1, mid, right_node = -1
+        cdef double leaf_loss = self.criterion.loss(total, &ws.sw.crit)
+        cdef double leaf_objective = leaf_loss + self.ctx.leaf_cost
+        cdef double left_objective, right_objective, value
+        cdef SplitRecord split
+        objective[0] = leaf_objective
+        if emit:
+            node = self.ctx.push_node(depth, m, leaf_loss, total, ws)
+        # The node's objective as a leaf includes its own penalty: a node
+        # whose leaf objective is within 2 * leaf_cost cannot pay for a split.
+        if (remaining <= 0 or leaf_objective <= 2.0 * self.ctx.leaf_cost
+                or m < 2 * self.ctx.min_samples_leaf):
+            return 0
+        if remaining == 1:
+            return self._last_level(ws, start, end, depth, side, node, emit,
+                                    leaf_objective, objective)
+        if self.choose(ws, start, end, depth, side, remaining, &split) == 0:
+            return 0
+        mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin)
+        self.prepare_children(ws, start, mid, end, depth, total,
+                              self.ctx.hist(ws, depth, side), self.ctx.keys(ws, depth, side))
+        self.grow(ws, start, mid, depth + 1, 0, remaining - 1, emit, &left_objective)
+        if emit:
+            right_node = self.ctx.node_count
+        self.grow(ws, mid, end, depth + 1, 1, remaining - 1, emit, &right_objective)
+        value = left_objective + right_objective
+        if value < leaf_objective:
+            if emit:
+                self.ctx.nodes[node].feature = split.feature
+                self.ctx.nodes[node].bin = split.bin
+                self.ctx.nodes[node].left_child = node + 1
+                self.ctx.nodes[node].right_child = right_node
+            objective[0] = value
+        elif emit:
+            self.ctx.node_count = node + 1       # prune: drop the subtree
+        return 0
+
+    cdef int _last_level(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                         Py_ssize_t depth, int side, Py_ssize_t node, bint emit,
+                         double leaf_objective, double* objective) except -1 nogil:
+        # Both children are leaves: their objectives are the best split's
+        # score, so no partition and no child statistics are needed.
+        cdef Py_ssize_t s, left, right, n_stats = self.ctx.n_stats
+        cdef const double* total = self.ctx.total(ws, depth, side)
+        cdef double* left_acc = ws.best_left + depth * n_stats
+        cdef double* right_acc = ws.right_acc
+        cdef double value
+        cdef SplitRecord split
+        if not self.splitter.best_split(&ws.sw, start, end, total,
+                                        self.ctx.hist(ws, depth, side), &split, left_acc):
+            return 0
+        value = split.score + 2.0 * self.ctx.leaf_cost
+        if not value < leaf_objective:
+            return 0
+        if emit:
+            for s in range(n_stats):
+                right_acc[s] = total[s] - left_acc[s]
+            left = self.ctx.push_node(depth + 1, split.n_left,
+                                      self.criterion.loss(left_acc, &ws.sw.crit),
+                                      left_acc, ws)
+            right = self.ctx.push_node(depth + 1, end - start - split.n_left,
+                                       self.criterion.loss(right_acc, &ws.sw.crit),
+                                       right_acc, ws)
+            self.ctx.nodes[node].feature = split.feature
+            self.ctx.nodes[node].bin = split.bin
+            self.ctx.nodes[node].left_child = left
+            self.ctx.nodes[node].right_child = right
+        objective[0] = value
+        return 0
+
+    cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                    Py_ssize_t depth, int side, Py_ssize_t remaining,
+                    SplitRecord* split) except -1 nogil:
+        with gil:
+            raise NotImplementedError("TreeBuilder is abstract: use a strategy")
+
+    cdef void prepare_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
                                Py_ssize_t end, Py_ssize_t depth,
-                               int side) noexcept nogil:
-        """Statistics of both children in the slots of depth + 1.
+                               const double* parent_total, const double* parent_hist,
+                               const unsigned long long* parent_keys) noexcept nogil:
+        """Statistics of both children in ws's slots of depth + 1.
 
         The smaller child is summed from its rows, the larger one is the
         parent minus the smaller (histogram subtraction).
@@ -191,165 +375,139 @@ cdef class TreeBuilder:
         cdef Py_ssize_t s0 = start if small == 0 else mid
         cdef Py_ssize_t s1 = mid if small == 0 else end
         cdef Py_ssize_t d = depth + 1
-        self.splitter.node_stats(s0, s1, &self.totals[d, small, 0],
-                                 &self.hists[d, small, 0], &self.keys[d, small, 0])
+        self.splitter.node_stats(&ws.sw, s0, s1, self.ctx.total(ws, d, small),
+                                 self.ctx.hist(ws, d, small), self.ctx.keys(ws, d, small))
         self.splitter.subtract_stats(
-            &self.totals[depth, side, 0], &self.hists[depth, side, 0],
-            &self.keys[depth, side, 0],
-            &self.totals[d, small, 0], &self.hists[d, small, 0],
-            &self.keys[d, small, 0],
-            &self.totals[d, 1 - small, 0], &self.hists[d, 1 - small, 0],
-            &self.keys[d, 1 - small, 0])
+            parent_total, parent_hist, parent_keys,
+            self.ctx.total(ws, d, small), self.ctx.hist(ws, d, small), self.ctx.keys(ws, d, small),
+            self.ctx.total(ws, d, 1 - small), self.ctx.hist(ws, d, 1 - small),
+            self.ctx.keys(ws, d, 1 - small))
 
-    cdef bint _reserve(self, Py_ssize_t depth, Py_ssize_t n_cand,
-                       Py_ssize_t n_saved) noexcept nogil:
-        cdef Candidate* c
-        cdef int* s
-        if n_cand > self.cand_capacity[depth]:
-            c = <Candidate*>realloc(self.cand[depth], n_cand * sizeof(Candidate))
-            if c == NULL:
-                return False
-            self.cand[depth] = c
-            self.cand_capacity[depth] = n_cand
-        if n_saved > self.saved_capacity[depth]:
-            s = <int*>realloc(self.saved[depth], n_saved * sizeof(int))
-            if s == NULL:
-                return False
-            self.saved[depth] = s
-            self.saved_capacity[depth] = n_saved
-        return True
 
-    cdef double grow(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t depth,
-                     int side, Py_ssize_t remaining, Py_ssize_t lookahead,
-                     bint emit) noexcept nogil:
-        """Objective of the subtree grown on rows [start, end).
+cdef class GreedyBuilder(TreeBuilder):
+    """CholeskyTree: a node takes the split with the smallest children's losses."""
 
-        The node's statistics are in the slot ``(depth, side)``.  With ``emit`` the
-        nodes are appended to the output in preorder (a pruned subtree is
-        truncated away again).
-        """
-        cdef const double* total = &self.totals[depth, side, 0]
-        cdef const double* hist = &self.hists[depth, side, 0]
-        cdef const unsigned long long* keys = &self.keys[depth, side, 0]
-        cdef bint restore = self.splitter.n_swept > 0
-        cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
-        cdef Py_ssize_t node = -1, mid, i, n_cand, feature = -1, bin = -1
-        cdef double leaf_loss = self.criterion.loss(total)
-        cdef double leaf_objective = leaf_loss + self.leaf_cost
-        cdef double objective, score, best
-        cdef SplitRecord record
-        cdef Candidate* cand
-        cdef bint report, carried
-        cdef Py_ssize_t current, pos, first
-        cdef int* sorted_rows
+    cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                    Py_ssize_t depth, int side, Py_ssize_t remaining,
+                    SplitRecord* split) except -1 nogil:
+        return self.splitter.best_split(
+            &ws.sw, start, end, self.ctx.total(ws, depth, side),
+            self.ctx.hist(ws, depth, side), split, ws.best_left + depth * self.ctx.n_stats)
 
-        if emit:
-            node = self.push_node(depth, m, leaf_loss, total)
-            if node < 0:
-                return leaf_objective
-        # The node's objective as a leaf includes its own penalty: a node
-        # whose leaf objective is within 2 * leaf_cost cannot pay for a split.
-        if remaining <= 0 or leaf_objective <= 2.0 * self.leaf_cost or m < 2 * msl:
-            return leaf_objective
 
-        if lookahead == 0 or remaining == 1:
-            if not self.splitter.best_split(start, end, total, hist, &record):
-                return leaf_objective
-            feature = record.feature
-            bin = record.bin
-            if remaining == 1:
-                # Both children are leaves: their objectives are the split
-                # score, so no partition and no child statistics are needed.
-                objective = record.score + 2.0 * self.leaf_cost
-                if not objective < leaf_objective:
-                    return leaf_objective
-                if emit:
-                    self.emit_leaf_children(node, depth, m, total, &record)
-                return objective
+cdef class LookaheadBuilder(TreeBuilder):
+    """CLARITree: candidates scored by the inner builder's completions.
+
+    Every admissible split of a node (one per distinct partition) is scored
+    by the objective of the subtrees ``inner`` grows on its two children;
+    the best one (ties to the first in feature, then threshold order) is
+    kept and both children are refined by this builder.
+
+    Parameters
+    ----------
+    context : BuildContext
+    inner : TreeBuilder
+        A ``GreedyBuilder`` for lookahead depth 1, a ``LookaheadBuilder`` of
+        depth k - 1 for depth k; it must share ``context``.
+    """
+
+    def __init__(self, BuildContext context, TreeBuilder inner):
+        if inner.ctx is not context:
+            raise ValueError("the inner builder must share the build context")
+        super().__init__(context)
+        self.inner = inner
+        if isinstance(inner, LookaheadBuilder):
+            self.lookahead_depth = (<LookaheadBuilder>inner).lookahead_depth + 1
         else:
-            n_cand = self.splitter.max_candidates(m)
-            # Saved orders (swept features) or the bin-sorted rows (histograms).
-            if not self._reserve(depth, n_cand, self.splitter.n_orders * m):
-                self.node_count = -1
-                return leaf_objective
-            cand = self.cand[depth]
-            n_cand = self.splitter.candidates(start, end, hist, keys, cand)
-            if n_cand == 0:
-                return leaf_objective
-            report = depth == 0 and self.progress is not None
-            if restore:
-                self.splitter.save(start, end, self.saved[depth])
-            best = INFINITY
-            # With histogram features only, the left child's statistics are
-            # carried along each feature's threshold sweep (adding the rows
-            # that cross) and the right child's are the parent's minus them.
-            carried = not restore
-            sorted_rows = self.saved[depth]
-            current = -1
-            pos = 0
-            for i in range(n_cand):
-                if carried:
-                    if cand[i].feature != current:
-                        current = cand[i].feature
-                        self.splitter.sort_by_bin(start, end, current, sorted_rows)
-                        self.splitter.clear_stats(&self.totals[depth + 1, 0, 0],
-                                                  &self.hists[depth + 1, 0, 0],
-                                                  &self.keys[depth + 1, 0, 0])
-                        pos = 0
-                    first = pos
-                    while pos < m and self.splitter.bins[sorted_rows[pos], current] <= cand[i].bin:
-                        pos += 1
-                    self.splitter.add_stats(sorted_rows + first, pos - first,
-                                            &self.totals[depth + 1, 0, 0],
-                                            &self.hists[depth + 1, 0, 0],
-                                            &self.keys[depth + 1, 0, 0])
-                if not cand[i].duplicate:
-                    mid = self.splitter.partition(start, end, cand[i].feature,
-                                                  cand[i].bin)
-                    if carried:
-                        self.splitter.subtract_stats(
-                            total, hist, keys,
-                            &self.totals[depth + 1, 0, 0], &self.hists[depth + 1, 0, 0],
-                            &self.keys[depth + 1, 0, 0],
-                            &self.totals[depth + 1, 1, 0], &self.hists[depth + 1, 1, 0],
-                            &self.keys[depth + 1, 1, 0])
-                    else:
-                        self.prepare_children(start, mid, end, depth, side)
-                    score = self.grow(start, mid, depth + 1, 0, remaining - 1,
-                                      lookahead - 1, False)
-                    # Objectives are non-negative: a left completion that is
-                    # already no better than the incumbent cannot win.
-                    if improves(score, best):
-                        score += self.grow(mid, end, depth + 1, 1, remaining - 1,
-                                           lookahead - 1, False)
-                    self.n_evaluations += 1
-                    if restore:
-                        self.splitter.restore(start, end, self.saved[depth])
-                    if improves(score, best):
-                        best = score
-                        feature = cand[i].feature
-                        bin = cand[i].bin
-                if report:
-                    with gil:
-                        self.progress(i + 1, n_cand)
-            if feature < 0:
-                return leaf_objective
+            self.lookahead_depth = 1
 
-        mid = self.splitter.partition(start, end, feature, bin)
-        self.prepare_children(start, mid, end, depth, side)
-        objective = self.grow(start, mid, depth + 1, 0, remaining - 1,
-                              lookahead, emit)
-        if emit:
-            i = self.node_count
-        objective += self.grow(mid, end, depth + 1, 1, remaining - 1,
-                               lookahead, emit)
-        if objective < leaf_objective:
-            if emit and self.node_count >= 0:
-                self.nodes[node].feature = feature
-                self.nodes[node].bin = bin
-                self.nodes[node].left_child = node + 1
-                self.nodes[node].right_child = i
-            return objective
-        if emit and self.node_count >= 0:
-            self.node_count = node + 1      # prune: drop the subtree
-        return leaf_objective
+    cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                    Py_ssize_t depth, int side, Py_ssize_t remaining,
+                    SplitRecord* split) except -1 nogil:
+        cdef Py_ssize_t m = end - start, i, n_cand, winner = -1
+        cdef const double* hist = self.ctx.hist(ws, depth, side)
+        cdef Candidate* cand
+        cdef double* score
+        cdef double best, bound = INFINITY
+        cdef CarryState carry
+        cdef bint report = depth == 0 and self.ctx.progress is not None
+
+        n_cand = self.splitter.max_candidates(m)
+        # Saved orders, then the rows sorted by bin for the carried sweep.
+        self.ctx.reserve(ws, depth, n_cand, (self.splitter.n_orders + 1) * m)
+        cand = ws.cand[depth]
+        score = ws.score[depth]
+        n_cand = self.splitter.candidates(&ws.sw, start, end, hist,
+                                          self.ctx.keys(ws, depth, side), cand)
+        if n_cand == 0:
+            return 0
+        self.splitter.save(&ws.sw, start, end, ws.saved[depth])
+        carry.feature = -1
+        carry.bin = -1
+        carry.pos = 0
+        carry.rows = ws.saved[depth] + self.splitter.n_orders * m
+        for i in range(n_cand):
+            self._score(ws, start, end, depth, side, remaining, &cand[i], &carry,
+                        bound, &score[i])
+            if score[i] < bound:
+                bound = score[i]
+            if report:
+                with gil:
+                    self.ctx.progress(i + 1, n_cand)
+        # The tie rule, applied in candidate order to the per-candidate slots.
+        best = INFINITY
+        for i in range(n_cand):
+            if improves(score[i], best):
+                best = score[i]
+                winner = i
+        if winner < 0:
+            return 0
+        split.feature = cand[winner].feature
+        split.bin = cand[winner].bin
+        split.n_left = cand[winner].n_left
+        split.score = best
+        return 1
+
+    cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                    Py_ssize_t depth, int side, Py_ssize_t remaining,
+                    const Candidate* c, CarryState* carry, double bound,
+                    double* score) except -1 nogil:
+        """Objective of the inner builder's completions of candidate ``c``.
+
+        Writes INFINITY for a duplicate partition, and for a candidate whose
+        left completion alone cannot beat ``bound`` (a score already known):
+        the right completion's objective is non-negative, and a candidate
+        whose score exceeds another's beyond the tie tolerance never wins
+        the tie rule, wherever that other candidate stands in the order.
+        The node's row orders are restored afterwards.
+        """
+        cdef Py_ssize_t mid, d = depth + 1
+        cdef double left, right
+        cdef bint carried = self.splitter.n_swept == 0
+        score[0] = INFINITY
+        # With histogram features only, the left child's statistics are
+        # carried along each feature's threshold sweep (adding the rows
+        # that cross) and the right child's are the parent's minus them.
+        if carried:
+            self.splitter.carry_left(&ws.sw, start, end, c, carry, self.ctx.total(ws, d, 0),
+                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
+        if c.duplicate:
+            return 0
+        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin)
+        if carried:
+            self.splitter.subtract_stats(
+                self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
+                self.ctx.keys(ws, depth, side),
+                self.ctx.total(ws, d, 0), self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
+                self.ctx.total(ws, d, 1), self.ctx.hist(ws, d, 1), self.ctx.keys(ws, d, 1))
+        else:
+            self.prepare_children(ws, start, mid, end, depth,
+                                  self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
+                                  self.ctx.keys(ws, depth, side))
+        self.inner.grow(ws, start, mid, d, 0, remaining - 1, False, &left)
+        if not improves(bound, left):
+            self.inner.grow(ws, mid, end, d, 1, remaining - 1, False, &right)
+            score[0] = left + right
+        ws.n_evaluations += 1
+        self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
+        return 0

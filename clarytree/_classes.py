@@ -8,10 +8,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._builder import TreeBuilder
+from ._builder import BuildContext, GreedyBuilder, LookaheadBuilder
 from ._criterion import ConstantCriterion, RidgeCriterion
-from ._sklearn_compat import Interval, StrOptions, fit_context
-from ._splitter import Splitter
+from ._sklearn_compat import Interval, StrOptions, fit_context, validate_params
+from ._splitter import SearchRoute, Splitter
 from ._thresholds import bin_features, threshold_pool
 from ._tree import TREE_LEAF, TREE_UNDEFINED, Tree
 
@@ -133,6 +133,119 @@ def _validate_regression_features(spec, X_raw, n_features, feature_names):
     return np.unique(idx)
 
 
+def _assemble_builder(context, lookahead, max_depth):
+    """The builder chain: a GreedyBuilder wrapped by ``lookahead`` LookaheadBuilders.
+
+    A node with one level left chooses greedily whatever the strategy, so
+    lookahead beyond ``max_depth - 1`` levels changes nothing and the chain
+    is capped there.
+    """
+    builder = GreedyBuilder(context)
+    for _ in range(min(lookahead, max(max_depth - 1, 0))):
+        builder = LookaheadBuilder(context, builder)
+    return builder
+
+
+def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
+    """Fit ``estimator`` (a CLARITree-family regressor) on ``(X, y)``.
+
+    The engine's search knobs are arguments here rather than estimator
+    parameters: they never change the fitted tree's objective (up to
+    rounding), only how thresholds are evaluated.
+
+    Parameters
+    ----------
+    estimator : CLARITreeRegressor or CholeskyTreeRegressor
+    X, y : array-like
+    route : SearchRoute, default=SearchRoute.AUTO
+        How features searched by sorted sweeps evaluate their thresholds.
+    max_hist_bins : int, default=256
+        Features with at most this many bins (thresholds + 1) are searched
+        from per-bin histograms, the others by sorted sweeps (0: sweep all).
+
+    Returns
+    -------
+    estimator : the fitted estimator
+    counters : dict
+        Engine counters: ``n_evaluations`` (candidate splits scored),
+        ``n_bulk_sweeps`` and ``n_incremental_sweeps`` (sorted sweeps by
+        route), ``n_refactor`` (downdates replaced by a refactorization).
+    """
+    validate_params(estimator)
+    route = SearchRoute(route)
+    if estimator.leaf_model == "linear" and not estimator.ridge_alpha > 0:
+        raise ValueError(
+            "ridge_alpha must be > 0 for linear leaves (got "
+            f"{estimator.ridge_alpha!r}): without it the leaf regressions can be "
+            "singular and objectives come out negative")
+    X, y = validate_data(estimator, X, y, dtype=np.float64, y_numeric=True,
+                         order="C")
+    n_samples, n_features = X.shape
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    feature_names = getattr(estimator, "feature_names_in_", None)
+
+    if estimator.leaf_model == "linear":
+        reg = _validate_regression_features(
+            estimator.regression_features, X, n_features, feature_names)
+    else:
+        reg = np.empty(0, dtype=np.intp)
+    estimator.regression_features_ = reg
+
+    mean, std = _column_moments(X[:, reg])
+    # The builder sees (y - y_mean) / y_scale with y_scale a power of two:
+    # every objective is homogeneous of degree 2 in y, so this is exact
+    # and only keeps squares of very large or very small targets finite.
+    y_mean, y_scale = _target_centre_scale(y)
+    y_centred = (y - y_mean) / y_scale
+    tss = float(y_centred @ y_centred)
+
+    p = 1 + reg.shape[0]
+    W = np.empty((n_samples, p + 1))
+    W[:, 0] = 1.0
+    W[:, 1:p] = (X[:, reg] - mean) / std
+    W[:, p] = y_centred
+    ridge = np.full(p, n_samples * float(estimator.ridge_alpha))
+    ridge[0] = INTERCEPT_RIDGE
+    if estimator.leaf_model == "linear":
+        criterion = RidgeCriterion(W, ridge)
+    else:
+        criterion = ConstantCriterion(W, ridge)
+
+    if estimator.min_samples_leaf == "auto":
+        msl = max(1, 5 * reg.shape[0]) if estimator.leaf_model == "linear" else 1
+    else:
+        msl = int(estimator.min_samples_leaf)
+    estimator.min_samples_leaf_ = msl
+
+    estimator.thresholds_ = [
+        threshold_pool(X[:, f], estimator.n_thresholds, estimator.threshold_strategy)
+        for f in range(n_features)
+    ]
+    bins, order, n_bins = bin_features(X, estimator.thresholds_)
+    splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route)
+    lookahead = estimator._effective_lookahead()
+    progress = _Progress() if estimator.verbose and lookahead else None
+    context = BuildContext(splitter, criterion, estimator.max_depth,
+                           float(estimator.leaf_penalty) * tss, msl, progress)
+    builder = _assemble_builder(context, lookahead, estimator.max_depth)
+    objective, nodes = builder.build()
+    counters = context.counters()
+    estimator.n_candidate_evaluations_ = counters["n_evaluations"]
+    objective *= y_scale * y_scale
+    nodes["node_objective"] = nodes["node_objective"] * (y_scale * y_scale)
+    nodes["coef"] = nodes["coef"] * y_scale
+    # The builder's output and units, for the leaf-penalty path
+    # (clarytree._path), which re-prunes this tree for other penalties
+    # with the builder's arithmetic and maps it back like this fit.
+    estimator._builder_units = (tss, y_scale * y_scale)
+    estimator._builder_nodes = nodes
+    estimator._tree_mapping = (reg, mean, std, y_mean, n_features)
+
+    estimator.objective_ = float(objective)
+    estimator.tree_ = estimator._make_tree(nodes, *estimator._tree_mapping)
+    return estimator, counters
+
+
 class _Progress:
     """Prints candidate splits done / total with elapsed and remaining time."""
 
@@ -195,77 +308,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         -------
         self : object
         """
-        if self.leaf_model == "linear" and not self.ridge_alpha > 0:
-            raise ValueError(
-                "ridge_alpha must be > 0 for linear leaves (got "
-                f"{self.ridge_alpha!r}): without it the leaf regressions can be "
-                "singular and objectives come out negative")
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
-                             order="C")
-        n_samples, n_features = X.shape
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        feature_names = getattr(self, "feature_names_in_", None)
-
-        if self.leaf_model == "linear":
-            reg = _validate_regression_features(
-                self.regression_features, X, n_features, feature_names)
-        else:
-            reg = np.empty(0, dtype=np.intp)
-        self.regression_features_ = reg
-
-        mean, std = _column_moments(X[:, reg])
-        # The builder sees (y - y_mean) / y_scale with y_scale a power of two:
-        # every objective is homogeneous of degree 2 in y, so this is exact
-        # and only keeps squares of very large or very small targets finite.
-        y_mean, y_scale = _target_centre_scale(y)
-        y_centred = (y - y_mean) / y_scale
-        tss = float(y_centred @ y_centred)
-
-        p = 1 + reg.shape[0]
-        W = np.empty((n_samples, p + 1))
-        W[:, 0] = 1.0
-        W[:, 1:p] = (X[:, reg] - mean) / std
-        W[:, p] = y_centred
-        ridge = np.full(p, n_samples * float(self.ridge_alpha))
-        ridge[0] = INTERCEPT_RIDGE
-        if self.leaf_model == "linear":
-            criterion = RidgeCriterion(W, ridge)
-        else:
-            criterion = ConstantCriterion(W, ridge)
-
-        if self.min_samples_leaf == "auto":
-            msl = max(1, 5 * reg.shape[0]) if self.leaf_model == "linear" else 1
-        else:
-            msl = int(self.min_samples_leaf)
-        self.min_samples_leaf_ = msl
-
-        self.thresholds_ = [
-            threshold_pool(X[:, f], self.n_thresholds, self.threshold_strategy)
-            for f in range(n_features)
-        ]
-        bins, order, n_bins = bin_features(X, self.thresholds_)
-        # Private knobs for tests and benchmarks: how thresholds are searched.
-        splitter = Splitter(bins, order, n_bins, msl, criterion,
-                            getattr(self, "_max_hist_bins", 256),
-                            getattr(self, "_route", 0))
-        progress = _Progress() if self.verbose and self._effective_lookahead() else None
-        builder = TreeBuilder(splitter, criterion, self.max_depth,
-                              self._effective_lookahead(),
-                              float(self.leaf_penalty) * tss, msl, progress)
-        objective, nodes = builder.build()
-        self.n_candidate_evaluations_ = builder.n_evaluations
-        objective *= y_scale * y_scale
-        nodes["node_objective"] = nodes["node_objective"] * (y_scale * y_scale)
-        nodes["coef"] = nodes["coef"] * y_scale
-        # The builder's output and units, for the leaf-penalty path
-        # (clarytree._path), which re-prunes this tree for other penalties
-        # with the builder's arithmetic and maps it back like this fit.
-        self._builder_units = (tss, y_scale * y_scale)
-        self._builder_nodes = nodes
-        self._tree_mapping = (reg, mean, std, y_mean, n_features)
-
-        self.objective_ = float(objective)
-        self.tree_ = self._make_tree(nodes, *self._tree_mapping)
+        _fit_tree(self, X, y)
         return self
 
     # Views of ``tree_`` (and of ``regression_features_``), derived here only,

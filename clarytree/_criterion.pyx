@@ -1,9 +1,8 @@
 """Leaf objectives for linear (ridge) and constant leaves."""
 
-import numpy as np
-
 from libc.math cimport INFINITY, sqrt
-from libc.string cimport memcpy
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
 
 from ._linalg cimport (
     chol_update, chol_downdate, chol_factor, solve_rt, sum_squares,
@@ -28,7 +27,7 @@ cdef class Criterion:
         Diagonal of the ridge matrix Lambda (ignored by constant leaves).
     """
 
-    def __init__(self, const double[:, ::1] W, double[::1] ridge):
+    def __init__(self, const double[:, ::1] W, const double[::1] ridge):
         self.W = W
         self.q = W.shape[1]
         self.p = self.q - 1
@@ -36,45 +35,55 @@ cdef class Criterion:
             raise ValueError("ridge must have one entry per coefficient")
         self.n_stats = packed_size(self.q)
         self.ridge = ridge
-        self.scratch_R = np.empty(self.p * self.p)
-        self.scratch_v = np.empty(self.p)
 
-    cdef inline void add_row(self, double* acc, Py_ssize_t row,
-                             double scale) noexcept nogil:
-        packed_add_outer(acc, &self.W[row, 0], scale, self.q)
+    cdef int init_work(self, CriterionWork* w) except -1:
+        cdef Py_ssize_t p = self.p, n_stats = self.n_stats
+        cdef Py_ssize_t size = 3 * p * p + 8 * p + 2 * n_stats
+        cdef double* block = <double*>malloc(size * sizeof(double))
+        if block == NULL:
+            raise MemoryError("could not allocate the criterion's scratch")
+        memset(w, 0, sizeof(CriterionWork))
+        memset(block, 0, size * sizeof(double))
+        w.block = block
+        w.W = &self.W[0, 0]
+        w.ridge = &self.ridge[0]
+        w.p = p
+        w.q = self.q
+        w.n_stats = n_stats
+        w.R = block
+        w.left_R = block + p * p
+        w.right_R = block + 2 * p * p
+        w.v = block + 3 * p * p
+        w.left_z = w.v + p
+        w.right_z = w.v + 2 * p
+        w.work = w.v + 3 * p            # 4 p
+        w.left_acc = w.v + 7 * p
+        w.total = w.left_acc + n_stats
+        return 0
 
-    cdef void add_rows(self, double* acc, const int* rows,
-                       Py_ssize_t n_rows) noexcept nogil:
-        cdef Py_ssize_t i
-        for i in range(n_rows):
-            packed_add_outer(acc, &self.W[rows[i], 0], 1.0, self.q)
+    cdef void free_work(self, CriterionWork* w) noexcept nogil:
+        free(w.block)
+        w.block = NULL
 
-    cdef double count(self, const double* acc) noexcept nogil:
-        return acc[0]
-
-    cdef double loss(self, const double* acc) noexcept nogil:
+    cdef double loss(self, const double* acc, CriterionWork* w) noexcept nogil:
         return 0.0
 
-    cdef void coef(self, const double* acc, double* beta) noexcept nogil:
+    cdef void coef(self, const double* acc, double* beta,
+                   CriterionWork* w) noexcept nogil:
         pass
 
     cdef bint incremental_available(self) noexcept nogil:
         return False
 
-    cdef void sweep_start(self, const double* total) noexcept nogil:
+    cdef void sweep_start(self, CriterionWork* w, const double* total) noexcept nogil:
         pass
 
-    cdef void sweep_move_left(self, Py_ssize_t row) noexcept nogil:
-        pass
 
-    cdef double sweep_left_loss(self) noexcept nogil:
-        return 0.0
-
-    cdef double sweep_right_loss(self) noexcept nogil:
-        return 0.0
-
-    cdef void sweep_left_stats(self, double* out) noexcept nogil:
-        pass
+cdef void add_rows(const CriterionWork* w, double* acc, const int* rows,
+                   Py_ssize_t n_rows) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n_rows):
+        packed_add_outer(acc, w.W + rows[i] * w.q, 1.0, w.q)
 
 
 cdef class RidgeCriterion(Criterion):
@@ -86,87 +95,78 @@ cdef class RidgeCriterion(Criterion):
     its packed sums whenever a downdate reports loss of definiteness.
     """
 
-    def __init__(self, const double[:, ::1] W, double[::1] ridge):
-        super().__init__(W, ridge)
-        cdef Py_ssize_t p = self.p
-        self.left_R = np.empty(p * p)
-        self.right_R = np.empty(p * p)
-        self.left_z = np.empty(p)
-        self.right_z = np.empty(p)
-        self.left_acc = np.empty(self.n_stats)
-        self.total = np.empty(self.n_stats)
-        self.work = np.empty(4 * p)
-        self.n_refactor = 0
-
-    cdef double loss(self, const double* acc) noexcept nogil:
+    cdef double loss(self, const double* acc, CriterionWork* w) noexcept nogil:
         cdef int info = 0
-        cdef double value = packed_ridge_loss(
-            acc, &self.ridge[0], &self.scratch_R[0], &self.scratch_v[0],
-            self.p, &info)
+        cdef double value = packed_ridge_loss(acc, w.ridge, w.R, w.v, w.p, &info)
         if info != 0:
             return INFINITY
         return value
 
-    cdef void coef(self, const double* acc, double* beta) noexcept nogil:
+    cdef void coef(self, const double* acc, double* beta,
+                   CriterionWork* w) noexcept nogil:
         cdef int info = 0
-        packed_ridge_coef(acc, &self.ridge[0], &self.scratch_R[0], beta,
-                          self.p, &info)
+        packed_ridge_coef(acc, w.ridge, w.R, beta, w.p, &info)
 
     cdef bint incremental_available(self) noexcept nogil:
         return True
 
-    cdef void sweep_start(self, const double* total) noexcept nogil:
-        cdef Py_ssize_t i, p = self.p
+    cdef void sweep_start(self, CriterionWork* w, const double* total) noexcept nogil:
+        cdef Py_ssize_t i, p = w.p
         for i in range(p * p):
-            self.left_R[i] = 0.0
+            w.left_R[i] = 0.0
         for i in range(p):
-            self.left_R[i * p + i] = sqrt(self.ridge[i])
-            self.left_z[i] = 0.0
-        self.left_yy = 0.0
-        for i in range(self.n_stats):
-            self.left_acc[i] = 0.0
-        memcpy(&self.total[0], total, self.n_stats * sizeof(double))
-        self._refactor_right()
+            w.left_R[i * p + i] = sqrt(w.ridge[i])
+            w.left_z[i] = 0.0
+        w.left_yy = 0.0
+        for i in range(w.n_stats):
+            w.left_acc[i] = 0.0
+        memcpy(w.total, total, w.n_stats * sizeof(double))
+        _refactor_right(w)
 
-    cdef void _refactor_right(self) noexcept nogil:
-        # right = total - left, rebuilt from the packed sums.
-        cdef Py_ssize_t i, col, k = 0, p = self.p, q = self.q
-        cdef double* R = &self.right_R[0]
-        for i in range(p):
-            for col in range(i, p):
-                R[i * p + col] = self.total[k + col - i] - self.left_acc[k + col - i]
-            R[i * p + i] += self.ridge[i]
-            self.right_z[i] = self.total[k + p - i] - self.left_acc[k + p - i]
-            k += q - i
-        self.right_yy = self.total[k] - self.left_acc[k]
-        if chol_factor(R, p) != 0:
-            # Only reachable with a non-positive ridge entry; report an
-            # infinite loss rather than a wrong one.
-            self.right_yy = INFINITY
-            return
-        solve_rt(R, &self.right_z[0], p)
 
-    cdef void sweep_move_left(self, Py_ssize_t row) noexcept nogil:
-        cdef const double* w = &self.W[row, 0]
-        cdef double y = w[self.p]
-        packed_add_outer(&self.left_acc[0], w, 1.0, self.q)
-        chol_update(&self.left_R[0], &self.left_z[0], w, y, &self.work[0], self.p)
-        self.left_yy += y * y
-        if chol_downdate(&self.right_R[0], &self.right_z[0], w, y,
-                         &self.work[0], self.p, DOWNDATE_TOL) != 0:
-            self.n_refactor += 1
-            self._refactor_right()
-        else:
-            self.right_yy -= y * y
+cdef void _refactor_right(CriterionWork* w) noexcept nogil:
+    # right = total - left, rebuilt from the packed sums.
+    cdef Py_ssize_t i, col, k = 0, p = w.p, q = w.q
+    cdef double* R = w.right_R
+    for i in range(p):
+        for col in range(i, p):
+            R[i * p + col] = w.total[k + col - i] - w.left_acc[k + col - i]
+        R[i * p + i] += w.ridge[i]
+        w.right_z[i] = w.total[k + p - i] - w.left_acc[k + p - i]
+        k += q - i
+    w.right_yy = w.total[k] - w.left_acc[k]
+    if chol_factor(R, p) != 0:
+        # Only reachable with a non-positive ridge entry; report an
+        # infinite loss rather than a wrong one.
+        w.right_yy = INFINITY
+        return
+    solve_rt(R, w.right_z, p)
 
-    cdef double sweep_left_loss(self) noexcept nogil:
-        return self.left_yy - sum_squares(&self.left_z[0], self.p)
 
-    cdef double sweep_right_loss(self) noexcept nogil:
-        return self.right_yy - sum_squares(&self.right_z[0], self.p)
+cdef void sweep_move_left(CriterionWork* w, Py_ssize_t row) noexcept nogil:
+    """Move one row from the right child to the left one (ridge leaves)."""
+    cdef const double* x = w.W + row * w.q
+    cdef double y = x[w.p]
+    packed_add_outer(w.left_acc, x, 1.0, w.q)
+    chol_update(w.left_R, w.left_z, x, y, w.work, w.p)
+    w.left_yy += y * y
+    if chol_downdate(w.right_R, w.right_z, x, y, w.work, w.p, DOWNDATE_TOL) != 0:
+        w.n_refactor += 1
+        _refactor_right(w)
+    else:
+        w.right_yy -= y * y
 
-    cdef void sweep_left_stats(self, double* out) noexcept nogil:
-        memcpy(out, &self.left_acc[0], self.n_stats * sizeof(double))
+
+cdef double sweep_left_loss(const CriterionWork* w) noexcept nogil:
+    return w.left_yy - sum_squares(w.left_z, w.p)
+
+
+cdef double sweep_right_loss(const CriterionWork* w) noexcept nogil:
+    return w.right_yy - sum_squares(w.right_z, w.p)
+
+
+cdef void sweep_left_stats(const CriterionWork* w, double* out) noexcept nogil:
+    memcpy(out, w.left_acc, w.n_stats * sizeof(double))
 
 
 cdef class ConstantCriterion(Criterion):
@@ -175,10 +175,11 @@ cdef class ConstantCriterion(Criterion):
     Expects ``W = [1, y]``; the packed vector is ``[n, sum y, sum y^2]``.
     """
 
-    cdef double loss(self, const double* acc) noexcept nogil:
+    cdef double loss(self, const double* acc, CriterionWork* w) noexcept nogil:
         if acc[0] <= 0.0:
             return 0.0
         return acc[2] - acc[1] * acc[1] / acc[0]
 
-    cdef void coef(self, const double* acc, double* beta) noexcept nogil:
+    cdef void coef(self, const double* acc, double* beta,
+                   CriterionWork* w) noexcept nogil:
         beta[0] = acc[1] / acc[0] if acc[0] > 0.0 else 0.0

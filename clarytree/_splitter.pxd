@@ -6,10 +6,15 @@
 # parent's minus the other child's).  Features with many bins are swept in
 # sorted order: order[f] keeps every node's segment sorted by feature f, and
 # partitioning is stable so children stay sorted without re-sorting.
+#
+# The Splitter object is read-only while a tree is built.  What a search
+# writes (the row orders it partitions, its buffers, its counters) lives in
+# a SplitterWork struct owned by one thread; statistics go to buffers the
+# caller owns.
 
 from libc.math cimport INFINITY, fabs
 
-from ._criterion cimport Criterion
+from ._criterion cimport Criterion, CriterionWork
 
 
 cdef inline bint improves(double score, double best) noexcept nogil:
@@ -21,6 +26,13 @@ cdef inline bint improves(double score, double best) noexcept nogil:
     if best == INFINITY:
         return score < best
     return score < best - 1e-10 * fabs(best)
+
+
+# How sorted sweeps evaluate thresholds (the SearchRoute enum in Python).
+cdef enum:
+    ROUTE_AUTO = 0              # the cheaper of the two per node and feature
+    ROUTE_BULK = 1              # one factorization per threshold
+    ROUTE_INCREMENTAL = 2       # rank-one updates / downdates per row
 
 
 cdef struct SplitRecord:
@@ -39,15 +51,38 @@ cdef struct Candidate:
     bint duplicate              # an earlier candidate induces the same partition
 
 
+cdef struct SplitterWork:
+    int* order                  # (n_orders, n_samples) row orders, row-major
+    bint owns_order             # False: the Splitter's own array (first thread)
+    int* tmp                    # n_samples: partition buffer
+    unsigned char* goes_left    # n_samples, indexed by row
+    Py_ssize_t* bin_counts      # max bins: counting-sort buffer
+    double* acc_left            # n_stats
+    double* acc_right           # n_stats
+    double* row_stats           # n_stats
+    CriterionWork crit
+    unsigned long long n_bulk_sweeps
+    unsigned long long n_incremental_sweeps
+
+
+cdef struct CarryState:
+    # The left child's statistics carried along one feature's thresholds.
+    Py_ssize_t feature          # -1: nothing carried yet
+    Py_ssize_t bin              # last threshold added
+    Py_ssize_t pos              # rows of ``rows`` already added
+    int* rows                   # node's rows sorted by bin of ``feature`` (m)
+
+
 cdef class Splitter:
     cdef readonly Py_ssize_t n_samples
     cdef readonly Py_ssize_t n_features
     cdef const int[:, ::1] bins         # (n_samples, n_features) threshold bins
     cdef int[:, ::1] order              # (n_features, n_samples) sorted rows
     cdef const int[::1] n_bins          # bins per feature (thresholds + 1)
+    cdef Py_ssize_t max_bins
     cdef Py_ssize_t min_samples_leaf
-    cdef Criterion criterion
-    cdef readonly int route             # 0 auto, 1 bulk sweep, 2 incremental sweep
+    cdef readonly Criterion criterion
+    cdef readonly int route             # ROUTE_*
     cdef readonly Py_ssize_t n_stats
 
     # histogram layout: feature f owns bins [hist_offset[f], + n_bins[f])
@@ -56,22 +91,25 @@ cdef class Splitter:
     cdef readonly Py_ssize_t n_swept    # features searched by sorted sweeps
     cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
 
-    cdef int[::1] tmp                   # partition buffer
-    cdef Py_ssize_t[::1] bin_counts     # counting-sort buffer
-    cdef unsigned char[::1] goes_left
-    cdef double[::1] acc_left, acc_right, row_stats
-    cdef double[::1] best_left          # packed sums of the best split's left child
-    cdef public unsigned long long n_bulk_sweeps, n_incremental_sweeps
+    # Per-thread scratch.  With own_order the struct gets its own copy of
+    # the row orders (fill a node's segment with copy_segment); otherwise it
+    # works on the Splitter's array.  MemoryError on allocation failure.
+    cdef int init_work(self, SplitterWork* w, bint own_order) except -1
+    cdef void free_work(self, SplitterWork* w) noexcept nogil
+    cdef void copy_segment(self, SplitterWork* dst, const SplitterWork* src,
+                           Py_ssize_t start, Py_ssize_t end) noexcept nogil
 
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil
     cdef void clear_stats(self, double* total, double* hist,
                           unsigned long long* keys) noexcept nogil
-    cdef void add_stats(self, const int* rows, Py_ssize_t n_rows, double* total,
-                        double* hist, unsigned long long* keys) noexcept nogil
-    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
-                         double* hist, unsigned long long* keys) noexcept nogil
-    cdef void sort_by_bin(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t feature,
-                          int* out) noexcept nogil
+    cdef void add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
+                        double* total, double* hist,
+                        unsigned long long* keys) noexcept nogil
+    cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                         double* total, double* hist,
+                         unsigned long long* keys) noexcept nogil
+    cdef void sort_by_bin(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                          Py_ssize_t feature, int* out) noexcept nogil
     cdef void subtract_stats(self, const double* parent_total,
                              const double* parent_hist,
                              const unsigned long long* parent_keys,
@@ -79,20 +117,25 @@ cdef class Splitter:
                              const unsigned long long* child_keys,
                              double* out_total, double* out_hist,
                              unsigned long long* out_keys) noexcept nogil
-    cdef bint _consider(self, const double* total, const double* left,
-                        Py_ssize_t f, Py_ssize_t b, Py_ssize_t n_left,
-                        SplitRecord* best) noexcept nogil
-    cdef bint best_split(self, Py_ssize_t start, Py_ssize_t end,
+    cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                         const Candidate* cand, CarryState* state, double* total,
+                         double* hist, unsigned long long* keys) noexcept nogil
+    cdef bint _consider(self, SplitterWork* w, const double* total,
+                        const double* left, Py_ssize_t f, Py_ssize_t b,
+                        Py_ssize_t n_left, SplitRecord* best,
+                        double* best_left) noexcept nogil
+    cdef bint best_split(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const double* total, const double* hist,
-                         SplitRecord* best) noexcept nogil
-    cdef Py_ssize_t candidates(self, Py_ssize_t start, Py_ssize_t end,
-                               const double* hist,
+                         SplitRecord* best, double* best_left) noexcept nogil
+    cdef Py_ssize_t candidates(self, SplitterWork* w, Py_ssize_t start,
+                               Py_ssize_t end, const double* hist,
                                const unsigned long long* keys,
                                Candidate* out) noexcept nogil
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil
-    cdef Py_ssize_t partition(self, Py_ssize_t start, Py_ssize_t end,
-                              Py_ssize_t feature, Py_ssize_t bin) noexcept nogil
-    cdef void save(self, Py_ssize_t start, Py_ssize_t end,
+    cdef Py_ssize_t partition(self, SplitterWork* w, Py_ssize_t start,
+                              Py_ssize_t end, Py_ssize_t feature,
+                              Py_ssize_t bin) noexcept nogil
+    cdef void save(self, const SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                    int* buffer) noexcept nogil
-    cdef void restore(self, Py_ssize_t start, Py_ssize_t end,
+    cdef void restore(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                       const int* buffer) noexcept nogil

@@ -1,13 +1,35 @@
 """Split search: histogram scans and sorted threshold sweeps, partitioning."""
 
+from enum import IntEnum
+
 import numpy as np
 
 from libc.math cimport INFINITY
-from libc.stdlib cimport qsort
+from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy, memset
 
-from ._criterion cimport Criterion
-from ._splitter cimport SplitRecord, Candidate, improves
+from ._criterion cimport (
+    Criterion, add_row, add_rows, sweep_move_left,
+    sweep_left_loss, sweep_right_loss, sweep_left_stats,
+)
+from ._splitter cimport (
+    SplitRecord, Candidate, SplitterWork, CarryState, improves,
+    ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
+)
+
+
+class SearchRoute(IntEnum):
+    """How sorted threshold sweeps evaluate a feature's thresholds.
+
+    ``AUTO`` picks the cheaper route per node and feature by a flop model;
+    ``BULK`` factorizes accumulated packed sums once per threshold;
+    ``INCREMENTAL`` keeps both children's Cholesky factors current with
+    rank-one updates and downdates while rows cross the threshold.
+    """
+
+    AUTO = ROUTE_AUTO
+    BULK = ROUTE_BULK
+    INCREMENTAL = ROUTE_INCREMENTAL
 
 
 cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
@@ -65,29 +87,32 @@ cdef class Splitter:
     max_hist_bins : int, default=256
         Features with at most this many bins are searched from histograms;
         the others by sorted sweeps.  0 sweeps every feature.
-    route : {0, 1, 2}, default=0
-        Sorted sweeps: 0 picks the cheaper of per-threshold factorizations
-        (bulk) and rank-one updates (incremental) per node and feature;
-        1 forces bulk, 2 forces incremental.
+    route : SearchRoute, default=SearchRoute.AUTO
+        How sorted sweeps evaluate thresholds.
     """
 
     def __init__(self, const int[:, ::1] bins, int[:, ::1] order,
                  const int[::1] n_bins, Py_ssize_t min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
-                 int route=0):
+                 route=SearchRoute.AUTO):
         cdef Py_ssize_t f, offset = 0
-        if route not in (0, 1, 2):
-            raise ValueError("route must be 0, 1 or 2")
+        try:
+            route = SearchRoute(route)
+        except ValueError:
+            raise ValueError(f"route must be a SearchRoute, got {route!r}") from None
         self.n_samples = bins.shape[0]
         self.n_features = bins.shape[1]
         if self.n_samples < 1 or self.n_features < 1:
             raise ValueError("need at least one row and one feature")
+        if order.shape[0] != self.n_features or order.shape[1] != self.n_samples:
+            raise ValueError("order must have shape (n_features, n_samples)")
         self.bins = bins
         self.order = order
         self.n_bins = n_bins
+        self.max_bins = max(np.max(n_bins), 1)
         self.min_samples_leaf = max(min_samples_leaf, 1)
         self.criterion = criterion
-        self.route = route
+        self.route = int(route)
         self.n_stats = criterion.n_stats
         self.hist_offset = np.full(self.n_features, -1, dtype=np.intp)
         self.n_swept = 0
@@ -101,15 +126,55 @@ cdef class Splitter:
         # Histogram features need only the node's row set, in any order; the
         # per-feature sorted orders are kept only when some feature is swept.
         self.n_orders = self.n_features if self.n_swept > 0 else 1
-        self.tmp = np.empty(self.n_samples, dtype=np.int32)
-        self.bin_counts = np.empty(max(np.max(n_bins), 1), dtype=np.intp)
-        self.goes_left = np.zeros(self.n_samples, dtype=np.uint8)
-        self.acc_left = np.empty(self.n_stats)
-        self.acc_right = np.empty(self.n_stats)
-        self.row_stats = np.empty(self.n_stats)
-        self.best_left = np.zeros(self.n_stats)
-        self.n_bulk_sweeps = 0
-        self.n_incremental_sweeps = 0
+
+    cdef int init_work(self, SplitterWork* w, bint own_order) except -1:
+        cdef Py_ssize_t n = self.n_samples, n_stats = self.n_stats
+        memset(w, 0, sizeof(SplitterWork))
+        w.owns_order = own_order
+        if own_order:
+            w.order = <int*>malloc(self.n_orders * n * sizeof(int))
+        else:
+            w.order = &self.order[0, 0]
+        w.tmp = <int*>malloc(n * sizeof(int))
+        w.goes_left = <unsigned char*>malloc(n * sizeof(unsigned char))
+        w.bin_counts = <Py_ssize_t*>malloc(self.max_bins * sizeof(Py_ssize_t))
+        w.acc_left = <double*>malloc(3 * n_stats * sizeof(double))
+        if (w.order == NULL or w.tmp == NULL or w.goes_left == NULL
+                or w.bin_counts == NULL or w.acc_left == NULL):
+            self.free_work(w)
+            raise MemoryError("could not allocate the splitter's scratch")
+        w.acc_right = w.acc_left + n_stats
+        w.row_stats = w.acc_left + 2 * n_stats
+        try:
+            self.criterion.init_work(&w.crit)
+        except MemoryError:
+            self.free_work(w)
+            raise
+        return 0
+
+    cdef void free_work(self, SplitterWork* w) noexcept nogil:
+        if w.owns_order:
+            free(w.order)
+        w.order = NULL
+        free(w.tmp)
+        free(w.goes_left)
+        free(w.bin_counts)
+        free(w.acc_left)
+        w.tmp = NULL
+        w.goes_left = NULL
+        w.bin_counts = NULL
+        w.acc_left = NULL
+        self.criterion.free_work(&w.crit)
+
+    cdef void copy_segment(self, SplitterWork* dst, const SplitterWork* src,
+                           Py_ssize_t start, Py_ssize_t end) noexcept nogil:
+        """Copy the node segment of every kept row order from ``src``."""
+        cdef Py_ssize_t g, n = self.n_samples
+        if dst.order == src.order:
+            return
+        for g in range(self.n_orders):
+            memcpy(dst.order + g * n + start, src.order + g * n + start,
+                   (end - start) * sizeof(int))
 
     cdef void clear_stats(self, double* total, double* hist,
                           unsigned long long* keys) noexcept nogil:
@@ -118,21 +183,22 @@ cdef class Splitter:
             memset(hist, 0, self.hist_size * self.n_stats * sizeof(double))
             memset(keys, 0, self.hist_size * sizeof(unsigned long long))
 
-    cdef void add_stats(self, const int* rows, Py_ssize_t n_rows, double* total,
-                        double* hist, unsigned long long* keys) noexcept nogil:
+    cdef void add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
+                        double* total, double* hist,
+                        unsigned long long* keys) noexcept nogil:
         """Add rows to packed sums and, per histogram feature, to their bins."""
         cdef Py_ssize_t i, f, s, row, n_stats = self.n_stats
         cdef Py_ssize_t nf = self.n_features, off
-        cdef double* u = &self.row_stats[0]
+        cdef double* u = w.row_stats
         cdef double* h
         cdef unsigned long long key
         if self.n_swept == nf:
-            self.criterion.add_rows(total, rows, n_rows)
+            add_rows(&w.crit, total, rows, n_rows)
             return
         for i in range(n_rows):
             row = rows[i]
             memset(u, 0, n_stats * sizeof(double))
-            self.criterion.add_row(u, row, 1.0)
+            add_row(&w.crit, u, row)
             key = _row_key(row)
             for s in range(n_stats):
                 total[s] += u[s]
@@ -146,18 +212,19 @@ cdef class Splitter:
                 for s in range(n_stats):
                     h[s] += u[s]
 
-    cdef void node_stats(self, Py_ssize_t start, Py_ssize_t end, double* total,
-                         double* hist, unsigned long long* keys) noexcept nogil:
+    cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                         double* total, double* hist,
+                         unsigned long long* keys) noexcept nogil:
         """Packed sums of the node and, per histogram feature, of each bin."""
         self.clear_stats(total, hist, keys)
-        self.add_stats(&self.order[0, start], end - start, total, hist, keys)
+        self.add_stats(w, w.order + start, end - start, total, hist, keys)
 
-    cdef void sort_by_bin(self, Py_ssize_t start, Py_ssize_t end, Py_ssize_t feature,
-                          int* out) noexcept nogil:
-        """Counting sort of the node's rows by their bin of ``feature``."""
+    cdef void sort_by_bin(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                          Py_ssize_t feature, int* out) noexcept nogil:
+        """Counting sort (stable) of the node's rows by their bin of ``feature``."""
         cdef Py_ssize_t i, b, acc = 0, nb = self.n_bins[feature], row
-        cdef Py_ssize_t* counts = &self.bin_counts[0]
-        cdef const int* rows = &self.order[0, start]
+        cdef Py_ssize_t* counts = w.bin_counts
+        cdef const int* rows = w.order + start
         for b in range(nb):
             counts[b] = 0
         for i in range(end - start):
@@ -188,55 +255,81 @@ cdef class Splitter:
         for i in range(self.hist_size):
             out_keys[i] = parent_keys[i] - child_keys[i]
 
+    cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                         const Candidate* cand, CarryState* state, double* total,
+                         double* hist, unsigned long long* keys) noexcept nogil:
+        """Left-child statistics of ``cand``, carried from the previous candidate.
+
+        Along one feature's ascending thresholds only the rows that cross
+        are added; a new feature (or a lower threshold) starts over from
+        the node's rows sorted by bin.  The additions happen in the same
+        order either way, so the sums do not depend on where a sweep was
+        resumed.  ``state.rows`` holds ``end - start`` ints.
+        """
+        cdef Py_ssize_t m = end - start, first, f = cand.feature
+        if state.feature != f or cand.bin < state.bin:
+            self.sort_by_bin(w, start, end, f, state.rows)
+            self.clear_stats(total, hist, keys)
+            state.feature = f
+            state.pos = 0
+        first = state.pos
+        while state.pos < m and self.bins[state.rows[state.pos], f] <= cand.bin:
+            state.pos += 1
+        state.bin = cand.bin
+        self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys)
+
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil:
         # Flop model of appendix A.3: the bulk route pays one factorization
         # per distinct threshold (p^3 / 3 for both children), the incremental
         # route ~7 p^2 per row (update + downdate + carried rhs).
         cdef double p = self.criterion.p
         cdef double cands, bulk, incremental
-        if self.route == 1 or not self.criterion.incremental_available():
+        if self.route == ROUTE_BULK or not self.criterion.incremental_available():
             return False
-        if self.route == 2:
+        if self.route == ROUTE_INCREMENTAL:
             return True
         cands = min(<double>(self.n_bins[f] - 1), <double>(m - 1))
         bulk = cands * (p * p * p / 3.0 + 2.0 * p * p)
         incremental = 7.0 * m * p * p
         return incremental < bulk
 
-    cdef bint _consider(self, const double* total, const double* left,
-                        Py_ssize_t f, Py_ssize_t b, Py_ssize_t n_left,
-                        SplitRecord* best) noexcept nogil:
+    cdef bint _consider(self, SplitterWork* w, const double* total,
+                        const double* left, Py_ssize_t f, Py_ssize_t b,
+                        Py_ssize_t n_left, SplitRecord* best,
+                        double* best_left) noexcept nogil:
         cdef Py_ssize_t s
-        cdef double* right = &self.acc_right[0]
+        cdef double* right = w.acc_right
         cdef double score
         for s in range(self.n_stats):
             right[s] = total[s] - left[s]
-        score = self.criterion.loss(left) + self.criterion.loss(right)
+        score = (self.criterion.loss(left, &w.crit)
+                 + self.criterion.loss(right, &w.crit))
         if improves(score, best.score):
             best.score = score
             best.feature = f
             best.bin = b
             best.n_left = n_left
-            memcpy(&self.best_left[0], left, self.n_stats * sizeof(double))
+            memcpy(best_left, left, self.n_stats * sizeof(double))
             return True
         return False
 
-    cdef bint best_split(self, Py_ssize_t start, Py_ssize_t end,
+    cdef bint best_split(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const double* total, const double* hist,
-                         SplitRecord* best) noexcept nogil:
+                         SplitRecord* best, double* best_left) noexcept nogil:
         """Best admissible split by the sum of children's leaf losses.
 
         Features in order, thresholds ascending, strict improvement: ties go
         to the first candidate.  Returns False when no split is admissible.
-        The best split's left packed sums are left in ``best_left``.
+        The best split's left packed sums are written to ``best_left``
+        (``n_stats`` doubles owned by the caller).
         """
         cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
         cdef Py_ssize_t f, i, s, b, row, n_left, n_stats = self.n_stats
-        cdef Py_ssize_t nf = self.n_features, off, nb, last
+        cdef Py_ssize_t nf = self.n_features, off, nb, last, n = self.n_samples
         cdef int bin_i, bin_next
         cdef const int* rows
         cdef const double* h
-        cdef double* left = &self.acc_left[0]
+        cdef double* left = w.acc_left
         cdef double score
         cdef bint incremental, found = False
         best.score = INFINITY
@@ -264,26 +357,26 @@ cdef class Splitter:
                         continue
                     if m - n_left < msl:
                         break
-                    if self._consider(total, left, f, b, n_left, best):
+                    if self._consider(w, total, left, f, b, n_left, best, best_left):
                         found = True
                 continue
 
-            rows = &self.order[f, start]
+            rows = w.order + f * n + start
             if self.bins[rows[0], f] == self.bins[rows[m - 1], f]:
                 continue        # constant on this node: no threshold separates
             incremental = self._use_incremental(m, f)
             if incremental:
-                self.criterion.sweep_start(total)
-                self.n_incremental_sweeps += 1
+                self.criterion.sweep_start(&w.crit, total)
+                w.n_incremental_sweeps += 1
             else:
                 memset(left, 0, n_stats * sizeof(double))
-                self.n_bulk_sweeps += 1
+                w.n_bulk_sweeps += 1
             for i in range(m - 1):
                 row = rows[i]
                 if incremental:
-                    self.criterion.sweep_move_left(row)
+                    sweep_move_left(&w.crit, row)
                 else:
-                    self.criterion.add_row(left, row, 1.0)
+                    add_row(&w.crit, left, row)
                 bin_i = self.bins[row, f]
                 bin_next = self.bins[rows[i + 1], f]
                 if bin_i == bin_next:
@@ -294,16 +387,15 @@ cdef class Splitter:
                 if m - n_left < msl:
                     break
                 if incremental:
-                    score = (self.criterion.sweep_left_loss()
-                             + self.criterion.sweep_right_loss())
+                    score = sweep_left_loss(&w.crit) + sweep_right_loss(&w.crit)
                     if improves(score, best.score):
                         best.score = score
                         best.feature = f
                         best.bin = bin_i
                         best.n_left = n_left
-                        self.criterion.sweep_left_stats(&self.best_left[0])
+                        sweep_left_stats(&w.crit, best_left)
                         found = True
-                elif self._consider(total, left, f, bin_i, n_left, best):
+                elif self._consider(w, total, left, f, bin_i, n_left, best, best_left):
                     found = True
         return found
 
@@ -313,8 +405,8 @@ cdef class Splitter:
             total += min(<Py_ssize_t>self.n_bins[f] - 1, n_rows - 1)
         return max(total, 1)
 
-    cdef Py_ssize_t candidates(self, Py_ssize_t start, Py_ssize_t end,
-                               const double* hist,
+    cdef Py_ssize_t candidates(self, SplitterWork* w, Py_ssize_t start,
+                               Py_ssize_t end, const double* hist,
                                const unsigned long long* keys,
                                Candidate* out) noexcept nogil:
         """All admissible splits in (feature, threshold) order.
@@ -327,6 +419,7 @@ cdef class Splitter:
         """
         cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
         cdef Py_ssize_t f, i, b, n_left, count = 0, off, last, n_stats = self.n_stats
+        cdef Py_ssize_t n = self.n_samples
         cdef const int* rows
         cdef int bin_i
         cdef unsigned long long key
@@ -352,7 +445,7 @@ cdef class Splitter:
                     _set_candidate(&out[count], f, b, n_left, key, count)
                     count += 1
                 continue
-            rows = &self.order[f, start]
+            rows = w.order + f * n + start
             if self.bins[rows[0], f] == self.bins[rows[m - 1], f]:
                 continue
             for i in range(m - 1):
@@ -375,19 +468,21 @@ cdef class Splitter:
             qsort(out, count, sizeof(Candidate), _cmp_position)
         return count
 
-    cdef Py_ssize_t partition(self, Py_ssize_t start, Py_ssize_t end,
-                              Py_ssize_t feature, Py_ssize_t bin) noexcept nogil:
+    cdef Py_ssize_t partition(self, SplitterWork* w, Py_ssize_t start,
+                              Py_ssize_t end, Py_ssize_t feature,
+                              Py_ssize_t bin) noexcept nogil:
         """Stable partition of the kept orders; returns the split index."""
         cdef Py_ssize_t g, i, row, write = 0, n_right, m = end - start
+        cdef Py_ssize_t n = self.n_samples
         cdef int* seg
-        cdef int* tmp = &self.tmp[0]
-        cdef unsigned char* mask = &self.goes_left[0]
-        cdef const int* rows = &self.order[0, start]
+        cdef int* tmp = w.tmp
+        cdef unsigned char* mask = w.goes_left
+        cdef const int* rows = w.order + start
         for i in range(m):
             row = rows[i]
             mask[row] = self.bins[row, feature] <= bin
         for g in range(self.n_orders):
-            seg = &self.order[g, start]
+            seg = w.order + g * n + start
             write = 0
             n_right = 0
             for i in range(m):
@@ -401,14 +496,14 @@ cdef class Splitter:
             memcpy(seg + write, tmp, n_right * sizeof(int))
         return start + write
 
-    cdef void save(self, Py_ssize_t start, Py_ssize_t end,
+    cdef void save(self, const SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                    int* buffer) noexcept nogil:
-        cdef Py_ssize_t g, m = end - start
+        cdef Py_ssize_t g, m = end - start, n = self.n_samples
         for g in range(self.n_orders):
-            memcpy(buffer + g * m, &self.order[g, start], m * sizeof(int))
+            memcpy(buffer + g * m, w.order + g * n + start, m * sizeof(int))
 
-    cdef void restore(self, Py_ssize_t start, Py_ssize_t end,
+    cdef void restore(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                       const int* buffer) noexcept nogil:
-        cdef Py_ssize_t g, m = end - start
+        cdef Py_ssize_t g, m = end - start, n = self.n_samples
         for g in range(self.n_orders):
-            memcpy(&self.order[g, start], buffer + g * m, m * sizeof(int))
+            memcpy(w.order + g * n + start, buffer + g * m, m * sizeof(int))

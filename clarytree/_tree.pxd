@@ -1,11 +1,18 @@
 # The fitted tree as plain arrays (preorder; node 0 is the root).
 
+# Node sentinels, shared by every module that writes or reads node arrays
+# (also importable from Python: clarytree._tree.TREE_LEAF).
+cpdef enum:
+    TREE_LEAF = -1              # children of a leaf
+    TREE_UNDEFINED = -2         # feature (and threshold) of a leaf
+
+
 cdef class Tree:
     cdef readonly Py_ssize_t n_features
     cdef readonly Py_ssize_t node_count
-    cdef readonly object children_left      # intp, -1 for leaves
-    cdef readonly object children_right     # intp, -1 for leaves
-    cdef readonly object feature            # intp, -2 for leaves
+    cdef readonly object children_left      # intp, TREE_LEAF for leaves
+    cdef readonly object children_right     # intp, TREE_LEAF for leaves
+    cdef readonly object feature            # intp, TREE_UNDEFINED for leaves
     cdef readonly object threshold          # float64, x <= threshold goes left
     cdef readonly object n_node_samples     # intp
     cdef readonly object node_objective     # float64, leaf loss of the node's rows

@@ -3,9 +3,6 @@
 import numpy as np
 from scipy import sparse
 
-TREE_LEAF = -1
-TREE_UNDEFINED = -2
-cdef Py_ssize_t _LEAF = -1
 
 _ARRAYS = ("children_left", "children_right", "feature", "threshold",
            "n_node_samples", "node_objective", "intercept", "coef")
@@ -118,7 +115,7 @@ cdef class Tree:
         cdef Py_ssize_t i, node
         for i in range(X.shape[0]):
             node = 0
-            while self._left[node] != _LEAF:
+            while self._left[node] != TREE_LEAF:
                 if X[i, self._feature[node]] <= self._threshold[node]:
                     node = self._left[node]
                 else:
@@ -168,7 +165,7 @@ cdef class Tree:
                 while True:
                     ind[k] = node
                     k += 1
-                    if self._left[node] == _LEAF:
+                    if self._left[node] == TREE_LEAF:
                         break
                     if Xv[i, self._feature[node]] <= self._threshold[node]:
                         node = self._left[node]

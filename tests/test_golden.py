@@ -14,19 +14,21 @@ import os
 
 import numpy as np
 import pytest
+from clarytree._splitter import SearchRoute
 
 from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+from clarytree._classes import _fit_tree
 from clarytree.datasets import make_piecewise_linear
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "data", "golden_search.json")
 
 # name -> (max_hist_bins, route): how thresholds are searched.
 ROUTES = {
-    "histogram": (256, 0),      # per-bin statistics for every feature
-    "bulk": (0, 1),             # sorted sweeps, one factorization per threshold
-    "incremental": (0, 2),      # sorted sweeps, rank-one updates / downdates
-    "sweep_auto": (0, 0),       # sorted sweeps, route picked per node and feature
-    "mixed": (4, 0),            # binary column by histogram, the others swept
+    "histogram": (256, SearchRoute.AUTO),       # per-bin statistics, every feature
+    "bulk": (0, SearchRoute.BULK),              # sweeps, one factorization per threshold
+    "incremental": (0, SearchRoute.INCREMENTAL),    # sweeps, rank-one updates
+    "sweep_auto": (0, SearchRoute.AUTO),        # sweeps, route picked per node/feature
+    "mixed": (4, SearchRoute.AUTO),             # binary column by histogram, others swept
 }
 
 
@@ -78,8 +80,8 @@ def fit(case):
         model = CholeskyTreeRegressor(**params)
     else:
         model = CLARITreeRegressor(lookahead_depth=case["lookahead"], **params)
-    model._max_hist_bins, model._route = ROUTES[case["route"]]
-    return model.fit(X, y)
+    max_hist_bins, route = ROUTES[case["route"]]
+    return _fit_tree(model, X, y, route=route, max_hist_bins=max_hist_bins)[0]
 
 
 def record(model):

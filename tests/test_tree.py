@@ -4,12 +4,14 @@ import pickle
 
 import numpy as np
 import pytest
+from clarytree._splitter import SearchRoute
 from clarytree._tree import TREE_LEAF
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_impl import ReferenceProblem
 
 from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+from clarytree._classes import _fit_tree
 
 
 def make_data(seed, n=200, k=3, binary=1, noise=0.1):
@@ -141,11 +143,11 @@ def test_search_routes_agree(n_thresholds):
     """Histogram, bulk-sweep and rank-one-sweep searches give one objective."""
     X, y = make_data(7, n=400, k=4)
     objectives, thresholds = [], []
-    for max_hist_bins, route in [(256, 0), (0, 1), (0, 2), (0, 0)]:
+    for max_hist_bins, route in [(256, SearchRoute.AUTO), (0, SearchRoute.BULK),
+                                 (0, SearchRoute.INCREMENTAL), (0, SearchRoute.AUTO)]:
         model = CLARITreeRegressor(max_depth=3, n_thresholds=n_thresholds,
                                    leaf_penalty=1e-4)
-        model._max_hist_bins, model._route = max_hist_bins, route
-        model.fit(X, y)
+        _fit_tree(model, X, y, route=route, max_hist_bins=max_hist_bins)
         objectives.append(model.objective_)
         thresholds.append(model.tree_.threshold)
     np.testing.assert_allclose(objectives, objectives[0], rtol=1e-10)

@@ -1,0 +1,92 @@
+"""The builder chain and the engine's private fit helper."""
+
+import numpy as np
+import pytest
+from clarytree._builder import BuildContext, GreedyBuilder, LookaheadBuilder
+from clarytree._criterion import ConstantCriterion, RidgeCriterion
+from clarytree._splitter import SearchRoute, Splitter
+
+from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+from clarytree._classes import _assemble_builder, _fit_tree
+from clarytree._thresholds import bin_features, threshold_pool
+from clarytree.datasets import make_piecewise_linear
+
+
+def parts(n=200, k=3, seed=0, n_thresholds=10):
+    X, y = make_piecewise_linear(n_samples=n, n_features=k, noise=0.3, random_state=seed)
+    W = np.column_stack([np.ones(n), (X - X.mean(0)) / X.std(0), y - y.mean()])
+    ridge = np.full(k + 1, 1e-3 * n)
+    ridge[0] = 1e-12
+    crit = RidgeCriterion(W, ridge)
+    pools = [threshold_pool(X[:, f], n_thresholds, "quantile") for f in range(k)]
+    bins, order, n_bins = bin_features(X, pools)
+    return crit, bins, order, n_bins
+
+
+def test_chain_shape():
+    crit, bins, order, n_bins = parts()
+    ctx = BuildContext(Splitter(bins, order, n_bins, 5, crit), crit, 4, 1e-3, 5)
+    greedy = _assemble_builder(ctx, 0, 4)
+    assert type(greedy) is GreedyBuilder
+    chain = _assemble_builder(ctx, 2, 4)
+    assert isinstance(chain, LookaheadBuilder) and chain.lookahead_depth == 2
+    assert isinstance(chain.inner, LookaheadBuilder) and chain.inner.lookahead_depth == 1
+    assert type(chain.inner.inner) is GreedyBuilder
+    # Deeper lookahead than max_depth - 1 levels changes nothing: capped.
+    assert _assemble_builder(ctx, 9, 3).lookahead_depth == 2
+
+
+def test_chain_rejects_foreign_context_and_criterion():
+    crit, bins, order, n_bins = parts()
+    splitter = Splitter(bins, order, n_bins, 5, crit)
+    ctx = BuildContext(splitter, crit, 3, 1e-3, 5)
+    other = BuildContext(splitter, crit, 3, 1e-3, 5)
+    with pytest.raises(ValueError, match="share the build context"):
+        LookaheadBuilder(ctx, GreedyBuilder(other))
+    const = ConstantCriterion(np.ones((bins.shape[0], 2)), np.ones(1))
+    with pytest.raises(ValueError, match="same criterion"):
+        BuildContext(splitter, const, 3, 1e-3, 5)
+    with pytest.raises(ValueError, match="route"):
+        Splitter(bins, order, n_bins, 5, crit, 256, 7)
+
+
+@pytest.mark.parametrize("lookahead", [0, 1, 2])
+def test_manual_chain_equals_estimator(lookahead):
+    """The estimator's tree is the chain's, built on the same prepared inputs."""
+    X, y = make_piecewise_linear(n_samples=300, n_features=3, noise=0.3, random_state=2)
+    model = CLARITreeRegressor(max_depth=3, lookahead_depth=lookahead, n_thresholds=10,
+                               ridge_alpha=1e-3, leaf_penalty=0.0, min_samples_leaf=5)
+    model.fit(X, y)
+    mean, std = X.mean(0), X.std(0)
+    W = np.column_stack([np.ones(len(y)), (X - mean) / std, y - y.mean()])
+    ridge = np.full(4, 1e-3 * len(y))
+    ridge[0] = 1e-12
+    crit = RidgeCriterion(W, ridge)
+    bins, order, n_bins = bin_features(X, model.thresholds_)
+    ctx = BuildContext(Splitter(bins, order, n_bins, 5, crit), crit, 3, 0.0, 5)
+    objective, nodes = _assemble_builder(ctx, lookahead, 3).build()
+    np.testing.assert_array_equal(nodes["feature"], model.tree_.feature)
+    np.testing.assert_array_equal(nodes["children_left"], model.tree_.children_left)
+    assert objective == pytest.approx(model.objective_, rel=1e-9)
+    # A second build on the same context gives the same tree.
+    again, nodes2 = _assemble_builder(ctx, lookahead, 3).build()
+    assert again == objective
+    np.testing.assert_array_equal(nodes2["feature"], nodes["feature"])
+
+
+def test_fit_tree_routes_and_counters():
+    X, y = make_piecewise_linear(n_samples=300, n_features=3, noise=0.3, random_state=1)
+    est = CLARITreeRegressor(max_depth=3, n_thresholds=None)
+    _, inc = _fit_tree(est, X, y, route=SearchRoute.INCREMENTAL, max_hist_bins=0)
+    _, bulk = _fit_tree(CholeskyTreeRegressor(max_depth=3, n_thresholds=None), X, y,
+                        route=SearchRoute.BULK, max_hist_bins=0)
+    _, hist = _fit_tree(CholeskyTreeRegressor(max_depth=3, n_thresholds=8), X, y)
+    assert inc["n_incremental_sweeps"] > 0 and inc["n_bulk_sweeps"] == 0
+    assert inc["n_evaluations"] == est.n_candidate_evaluations_ > 0
+    assert bulk["n_bulk_sweeps"] > 0 and bulk["n_incremental_sweeps"] == 0
+    assert bulk["n_evaluations"] == 0
+    assert hist["n_bulk_sweeps"] == hist["n_incremental_sweeps"] == 0
+    with pytest.raises(ValueError):
+        _fit_tree(est, X, y, route=5)
+    with pytest.raises(ValueError, match="max_depth"):
+        _fit_tree(CLARITreeRegressor(max_depth=-1), X, y)
