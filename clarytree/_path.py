@@ -25,6 +25,7 @@ from ._classes import (
     CholeskyTreeRegressor,
     CLARITreeRegressor,
     _BaseLinearTree,
+    _fit_tree,
 )
 from ._sklearn_compat import fit_context
 from ._tree import TREE_LEAF, TREE_UNDEFINED
@@ -49,7 +50,7 @@ _SPLIT_FIELDS = {
     "children_left": TREE_LEAF,
     "children_right": TREE_LEAF,
     "feature": TREE_UNDEFINED,
-    "bin": -1,
+    "bin": TREE_UNDEFINED,
 }
 
 
@@ -148,16 +149,20 @@ def _pruned_nodes(nodes, keep):
     return out
 
 
-# Private search knobs of the single tree (tests and benchmarks set them as
-# attributes; clone does not carry them).
-_KNOBS = ("_route", "_max_hist_bins")
+# Private search knobs of the single tree (tests set them as attributes;
+# clone does not carry them): attribute -> argument of _classes._fit_tree.
+_KNOBS = {"_route": "route", "_max_hist_bins": "max_hist_bins"}
 
 
 def _fit_at(estimator, leaf_penalty, X, y, fit_params):
     tree = clone(estimator).set_params(leaf_penalty=leaf_penalty)
-    for name in _KNOBS:
-        if hasattr(estimator, name):
-            setattr(tree, name, getattr(estimator, name))
+    knobs = {arg: getattr(estimator, name) for name, arg in _KNOBS.items()
+             if hasattr(estimator, name)}
+    if knobs:
+        for name in _KNOBS:
+            if hasattr(estimator, name):
+                setattr(tree, name, getattr(estimator, name))
+        return _fit_tree(tree, X, y, **knobs, **fit_params)[0]
     return tree.fit(X, y, **fit_params)
 
 

@@ -18,6 +18,7 @@ from clarytree import (
     leaf_table,
     plot_cv_path,
 )
+from clarytree._classes import _fit_tree
 from clarytree.datasets import make_piecewise_linear
 
 GRID = [1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4]
@@ -25,9 +26,9 @@ GRID = [1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4]
 
 def _separate(estimator, lam, X, y):
     tree = estimator.__class__(**{**estimator.get_params(), "leaf_penalty": lam})
-    for name in ("_route", "_max_hist_bins"):
-        if hasattr(estimator, name):
-            setattr(tree, name, getattr(estimator, name))
+    if hasattr(estimator, "_route"):
+        return _fit_tree(tree, X, y, route=estimator._route,
+                         max_hist_bins=estimator._max_hist_bins)[0]
     return tree.fit(X, y)
 
 
