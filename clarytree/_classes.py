@@ -242,8 +242,35 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
     estimator._tree_mapping = (reg, mean, std, y_mean, n_features)
 
     estimator.objective_ = float(objective)
-    estimator.tree_ = estimator._make_tree(nodes, *estimator._tree_mapping)
+    estimator.tree_ = estimator._make_tree(nodes, *estimator._tree_mapping, X=X)
     return estimator, counters
+
+
+def _split_gaps(tree, X):
+    """Per split, the largest training value going left and the smallest going right.
+
+    Rows are routed by ``tree`` itself, so the gaps follow whatever the tree
+    does with a row; exports print the shortest decimal inside a gap, which
+    routes the training rows exactly like the model's threshold. NaN for
+    leaves and for a side that no finite value reaches.
+    """
+    count = tree.node_count
+    lower, upper = np.full(count, np.nan), np.full(count, np.nan)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    paths = tree.decision_path(X).tocsc()
+
+    def rows(node):
+        return paths.indices[paths.indptr[node]:paths.indptr[node + 1]]
+
+    for node in np.flatnonzero(tree.children_left != TREE_LEAF):
+        f = tree.feature[node]
+        for side, out, reduce in ((tree.children_left, lower, np.max),
+                                  (tree.children_right, upper, np.min)):
+            x = X[rows(side[node]), f]
+            x = x[np.isfinite(x)]
+            if x.size:
+                out[node] = reduce(x)
+    return lower, upper
 
 
 class _Progress:
@@ -331,7 +358,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "tree_")
         return np.setdiff1d(np.arange(self.n_features_in_), self.regression_features_)
 
-    def _make_tree(self, nodes, reg, mean, std, y_mean, n_features):
+    def _make_tree(self, nodes, reg, mean, std, y_mean, n_features, X=None):
         # Map standardized coefficients back to original units:
         # beta0 + sum_j b_j (x_j - m_j) / s_j = intercept + x @ coef.
         count = nodes["feature"].shape[0]
@@ -343,9 +370,12 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         threshold = np.full(count, float(TREE_UNDEFINED))
         for node in np.flatnonzero(internal):
             threshold[node] = self.thresholds_[nodes["feature"][node]][nodes["bin"][node]]
-        return Tree(n_features, nodes["children_left"], nodes["children_right"],
-                    nodes["feature"], threshold, nodes["n_node_samples"],
-                    nodes["node_objective"], intercept, coef)
+        arrays = (nodes["children_left"], nodes["children_right"], nodes["feature"],
+                  threshold, nodes["n_node_samples"], nodes["node_objective"], intercept, coef)
+        if X is None:  # training values unknown: exports print exact thresholds
+            return Tree(n_features, *arrays)
+        gap_lower, gap_upper = _split_gaps(Tree(n_features, *arrays), X)
+        return Tree(n_features, *arrays, gap_lower=gap_lower, gap_upper=gap_upper)
 
     def _validate_X_predict(self, X):
         check_is_fitted(self)

@@ -16,14 +16,38 @@ EXIT_USAGE = 2
 # The CV grids' defaults (kept here so that --help needs no estimator import).
 _PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
 _PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
+EXIT_BROKEN_PIPE = 128 + 13  # as when killed by SIGPIPE
 
 
 class UsageError(Exception):
     """A problem with the user's input, reported as one line with exit status 2."""
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Show each option's default after its help (unless it has none to show)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        # Identity checks: a default of 0 is worth showing (0 == False).
+        hidden = default is None or default is False or default is argparse.SUPPRESS
+        if ("%(default)" not in text and not hidden and action.option_strings
+                and action.nargs != 0):
+            text += " (default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but errors are one line (with a pointer to --help)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        # Options without their own help still list their default.
+        kwargs.setdefault("help", "")
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message):
         raise UsageError(f"{message} (see '{self.prog} --help')")
@@ -62,6 +86,10 @@ def _grid(text):
     if not values:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
     return values
+def _significant_digits(text):
+    if text.lower() in ("all", "none", "exact"):
+        return None
+    return _positive_int(text)
 
 
 def _n_thresholds(text):
@@ -123,18 +151,21 @@ def _split_target(frame, target, path, numeric_features=True):
 
 
 def _check_numeric(X, path):
+    """Every feature column numeric and finite; else one line naming all problems."""
     import pandas as pd
 
-    bad = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
-    if bad:
-        raise UsageError(f"non-numeric feature column(s) in {path}: {_list(bad)} "
-                         "(encode them as numbers first)")
-    values = X.to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        cols = [c for c, ok in zip(X.columns, np.isfinite(values).all(axis=0), strict=True)
-                if not ok]
-        raise UsageError(f"missing or infinite values in feature column(s) of {path}: "
-                         f"{_list(cols)}")
+    problems = []
+    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    if text:
+        problems.append(f"non-numeric feature column(s) in {path}: {_list(text)} "
+                        "(encode them as numbers first)")
+    missing = [c for c in X.columns if X[c].isna().any()
+               or (c not in text and not np.all(np.isfinite(X[c].to_numpy(np.float64))))]
+    if missing:
+        problems.append(f"missing or infinite values in feature column(s) of {path}: "
+                        f"{_list(missing)}")
+    if problems:
+        raise UsageError("; ".join(problems))
 
 
 def _list(items, limit=8):
@@ -178,12 +209,14 @@ def _verbose(args):
 
 
 def _report_fit(model, name, X_train, y_train, X_test, y_test, seconds, *,
-                decimals=4, max_terms=None, feature_names=None):
+                significant_digits=4, exact_thresholds=False, max_terms=None,
+                feature_names=None):
     from ._export import export_text
 
     _print(f"== {name} ==")
-    _print(export_text(model, feature_names=feature_names, decimals=decimals,
-                       max_terms=max_terms), end="")
+    _print(export_text(model, feature_names=feature_names,
+                       significant_digits=significant_digits,
+                       exact_thresholds=exact_thresholds, max_terms=max_terms), end="")
     train = _r2(y_train, model.predict(X_train))
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}  " \
            f"train R2: {train:.4f}"
@@ -263,8 +296,8 @@ def _cmd_demo(args):
         # Plain arrays: the demo needs nothing beyond the core dependencies.
         model.fit(X, y)
         seconds = time.perf_counter() - start
-        _report_fit(model, label, X, y, X_test, y_test, seconds, decimals=3,
-                    max_terms=3, feature_names=names)
+        _report_fit(model, label, X, y, X_test, y_test, seconds, max_terms=3,
+                    feature_names=names)
         results[label] = np.mean((model.predict(X_test) - y_test) ** 2)
         _print()
     greedy, lookahead = results.values()
@@ -316,7 +349,8 @@ def _cmd_fit(args):
     model.fit(X_train, y_train)
     seconds = time.perf_counter() - start
     _report_fit(model, type(model).__name__, X_train, y_train, X_test, y_test, seconds,
-                decimals=args.decimals)
+                significant_digits=args.significant_digits,
+                exact_thresholds=args.exact_thresholds)
     _save_outputs(model, args)
     return 0
 
@@ -401,7 +435,8 @@ def _cmd_mbndt(args):
     from ._export import export_text
 
     _print(f"== {cls.__name__} ({task}) ==")
-    _print(export_text(model, decimals=args.decimals), end="")
+    _print(export_text(model, significant_digits=args.significant_digits,
+                       exact_thresholds=args.exact_thresholds), end="")
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}"
     for part, Xp, yp in (("train", X_train, y_train), ("test", X_test, y_test)):
         if Xp is None:
@@ -468,8 +503,13 @@ def _add_common_output(p):
     p.add_argument("--out", metavar="MODEL.joblib", help="save the fitted model (joblib)")
     p.add_argument("--json", metavar="TREE.json", help="save the tree as JSON (to_dict)")
     p.add_argument("--plot", metavar="TREE.png", help="save a drawing of the tree")
-    p.add_argument("--decimals", type=_positive_int, default=4,
-                   help="significant digits of leaf coefficients (thresholds are exact)")
+    p.add_argument("--significant-digits", "--decimals", dest="significant_digits",
+                   type=_significant_digits, default=4, metavar="N",
+                   help="significant digits of leaf coefficients and values, or 'all' "
+                        "(--decimals is its former name)")
+    p.add_argument("--exact-thresholds", action="store_true",
+                   help="print the model's own thresholds instead of the shortest decimals "
+                        "that route the training rows the same way")
 
 
 def _add_verbosity(p):
@@ -493,12 +533,15 @@ def build_parser():
     demo = sub.add_parser("demo", help="greedy vs lookahead on the greedy-trap data (no files)",
                           description="Fit CholeskyTree (greedy) and CLARITree (lookahead) on "
                                       "generated greedy-trap data and compare them.")
-    demo.add_argument("--n-samples", type=_positive_int, default=1000)
+    demo.add_argument("--n-samples", type=_positive_int, default=1000,
+                      help="training rows (and as many test rows)")
     demo.add_argument("--epsilon", type=float, default=0.05,
                       help="fraction of nuisance rows, in (0, 0.5)")
-    demo.add_argument("--n-nuisance", type=_positive_int, default=8)
-    demo.add_argument("--max-depth", type=_positive_int, default=4)
-    demo.add_argument("--seed", type=_non_negative_int, default=0)
+    demo.add_argument("--n-nuisance", type=_positive_int, default=8,
+                      help="number of nuisance feature pairs")
+    demo.add_argument("--max-depth", type=_positive_int, default=4, help="tree depth")
+    demo.add_argument("--seed", type=_non_negative_int, default=0,
+                      help="seed of the generated data")
     _add_verbosity(demo)
     demo.set_defaults(func=_cmd_demo)
 
@@ -507,10 +550,12 @@ def build_parser():
                                      "numeric columns), print it and its metrics.")
     fit.add_argument("data", metavar="DATA", help="CSV (optionally .gz) or Parquet file")
     fit.add_argument("--target", required=True, metavar="COLUMN", help="target column")
-    fit.add_argument("--max-depth", type=_non_negative_int, default=4)
+    fit.add_argument("--max-depth", type=_non_negative_int, default=4,
+                     help="maximum depth of the tree")
     fit.add_argument("--lookahead-depth", type=_non_negative_int, default=1,
                      help="0 = greedy CholeskyTree, 1 = CLARITree, k = exhaustive to depth k")
-    fit.add_argument("--leaf-model", choices=["linear", "constant"], default="linear")
+    fit.add_argument("--leaf-model", choices=["linear", "constant"], default="linear",
+                     help="ridge regression or a constant in each leaf")
     fit.add_argument("--leaf-penalty", type=_non_negative_float, default=1e-3,
                      help="lambda: cost of a leaf as a fraction of the total sum of squares")
     fit.add_argument("--ridge-alpha", type=_non_negative_float, default=1e-5,
@@ -531,7 +576,8 @@ def build_parser():
                      default=None, help="parallel CV tasks (-1: all cores)")
     fit.add_argument("--test-size", type=_test_size, default=0.2,
                      help="held-out fraction for the test R2 (0 to train on all rows)")
-    fit.add_argument("--random-state", type=_non_negative_int, default=0)
+    fit.add_argument("--random-state", type=_non_negative_int, default=0,
+                     help="seed of the train/test split")
     _add_common_output(fit)
     _add_verbosity(fit)
     fit.set_defaults(func=_cmd_fit)
@@ -551,13 +597,20 @@ def build_parser():
     mb.add_argument("--target", required=True, metavar="COLUMN", help="target column")
     mb.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
                     help="auto: regression for numeric targets with more than 10 values")
-    mb.add_argument("--max-depth", type=_positive_int, default=4)
-    mb.add_argument("--n-branches", type=_positive_int, default=3)
-    mb.add_argument("--leaf-budget", type=_non_negative_float, default=16.0)
-    mb.add_argument("--n-restarts", type=_positive_int, default=5)
-    mb.add_argument("--max-epochs", type=_positive_int, default=500)
-    mb.add_argument("--test-size", type=_test_size, default=0.2)
-    mb.add_argument("--random-state", type=_non_negative_int, default=0)
+    mb.add_argument("--max-depth", type=_positive_int, default=4,
+                    help="depth of the nominal tree (tests per prediction)")
+    mb.add_argument("--n-branches", type=_positive_int, default=3,
+                    help="maximum children of a node")
+    mb.add_argument("--leaf-budget", type=_non_negative_float, default=16.0,
+                    help="target number of effective leaves")
+    mb.add_argument("--n-restarts", type=_positive_int, default=5,
+                    help="random initializations trained together")
+    mb.add_argument("--max-epochs", type=_positive_int, default=500,
+                    help="maximum training epochs")
+    mb.add_argument("--test-size", type=_test_size, default=0.2,
+                    help="held-out fraction for the test metrics (0 to train on all rows)")
+    mb.add_argument("--random-state", type=_non_negative_int, default=0,
+                    help="seed of the split, the initialization and the minibatches")
     _add_common_output(mb)
     _add_verbosity(mb)
     mb.set_defaults(func=_cmd_mbndt)
@@ -592,6 +645,13 @@ def main(argv=None):
     except UsageError as exc:
         _error(str(exc))
         return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (``clarytree predict ... | head``): stop quietly,
+        # with the status of a program ended by SIGPIPE, and keep the final
+        # flush at exit from failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except (ValueError, TypeError, OSError):
         if os.environ.get("CLARYTREE_DEBUG"):
             raise

@@ -12,14 +12,22 @@ for node views, leaf rows and the dict conversion. The CLARITree family lives
 here; MBNDT registers its own from :mod:`clarytree.mbndt` (the core never
 imports that submodule's internals).
 
-Thresholds are always printed with ``repr(float)``, the shortest decimal
-string that reads back as the same float, so a printed tree routes every row
-exactly as the model does; ``decimals`` only rounds leaf coefficients and
-values.
+What the exports print, by default:
+
+- thresholds: the shortest decimal inside the gap between the largest
+  training value that goes left and the smallest that goes right (``z <=
+  1.24`` for a model threshold of 1.2383040614463092), so the printed tree
+  routes every training row exactly as the model does; the model's own
+  threshold stays in ``tree_`` and in :func:`to_dict`, and
+  ``exact_thresholds=True`` prints it (``repr(float)``);
+- coefficients, values and probabilities: ``significant_digits=4``
+  significant digits; ``significant_digits=None`` prints them exactly.
 """
 
 import importlib
 import numbers
+import warnings
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -72,18 +80,23 @@ class TreeFamily:
 
     tests_in_nodes = False
 
-    def view(self, estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
-             threshold_format=None):
+    def view(self, estimator, names, digits, sep=" ", max_terms=None, short_edges=False,
+             exact_thresholds=False):
         """Return ``(children, edge_labels, node_texts)``, one entry per node.
 
-        ``short_edges`` drops the feature name from edge labels (drawings show
-        it on the node); ``threshold_format`` replaces the exact threshold
-        format. A leaf's text starts with ``"leaf {id}{sep}"``.
+        ``digits`` are the significant digits of numbers in leaves (None:
+        exact); ``short_edges`` drops the feature name from edge labels
+        (drawings show it on the node); thresholds print as
+        :func:`_threshold_text` does. A leaf's text starts with
+        ``"leaf {id}{sep}"``.
         """
         raise NotImplementedError
 
-    def leaf_rows(self, estimator, names):
-        """Return ``(records, columns)`` of :func:`leaf_table`, leaves in preorder."""
+    def leaf_rows(self, estimator, names, digits, exact_thresholds=False):
+        """Return ``(records, columns)`` of :func:`leaf_table`, leaves in preorder.
+
+        Numbers are rounded to ``digits`` significant digits (None: exact).
+        """
         raise NotImplementedError
 
     def to_dict(self, estimator):
@@ -144,6 +157,11 @@ def _family(estimator):
         raise TypeError(
             f"expected a fitted clarytree estimator, got {type(estimator).__name__}"
         )
+    if isinstance(getattr(estimator, "steps", None), list):
+        raise TypeError(
+            f"got a {type(estimator).__name__}; pass its fitted tree, pipe[-1], instead "
+            "(export_text, leaf_table, export_graphviz and plot_tree also accept the "
+            "pipeline itself)")
     check_is_fitted(estimator, "tree_")
     family = _lookup_family(estimator.tree_)
     if family is None:
@@ -165,9 +183,9 @@ def _estimator_entry(name):
     return _ESTIMATORS.get(name)
 
 
-def _view(estimator, names, decimals, **kwargs):
+def _view(estimator, names, digits, **kwargs):
     """``(children, edges, texts, is_leaf, n_samples)`` of any registered family."""
-    children, edges, texts = _family(estimator).view(estimator, names, decimals, **kwargs)
+    children, edges, texts = _family(estimator).view(estimator, names, digits, **kwargs)
     is_leaf = [not c for c in children]
     return children, edges, texts, is_leaf, np.asarray(estimator.tree_.n_node_samples)
 
@@ -190,30 +208,96 @@ def _feature_names(estimator, feature_names):
     return names
 
 
-def _check_decimals(decimals):
-    if decimals is None:
+class _Deprecated:
+    """Default of a deprecated parameter (shown as ``<deprecated>`` in signatures)."""
+
+    def __repr__(self):
+        return "<deprecated>"
+
+
+_UNSET = _Deprecated()
+
+
+def _check_digits(significant_digits, decimals=_UNSET, name="significant_digits"):
+    """Validate ``significant_digits``; ``decimals`` is its former name."""
+    if decimals is not _UNSET:
+        warnings.warn(
+            "'decimals' is renamed 'significant_digits' (it always counted significant "
+            "digits, not decimal places); 'decimals' will be removed", FutureWarning,
+            stacklevel=3)
+        significant_digits, name = decimals, "decimals"
+    if significant_digits is None:
         return None
-    if isinstance(decimals, bool) or not isinstance(decimals, numbers.Integral):
-        raise TypeError(f"decimals must be an int or None, got {decimals!r}")
-    if decimals < 1:
-        raise ValueError(f"decimals must be >= 1, got {decimals}")
-    return int(decimals)
+    if isinstance(significant_digits, bool) or not isinstance(significant_digits,
+                                                              numbers.Integral):
+        raise TypeError(f"{name} must be an int or None, got {significant_digits!r}")
+    if significant_digits < 1:
+        raise ValueError(f"{name} must be >= 1, got {significant_digits}")
+    return int(significant_digits)
 
 
-def _num(value, decimals):
-    """Format a number: shortest exact repr, or ``decimals`` significant digits."""
+def _num(value, digits):
+    """Format a number: shortest exact repr, or ``digits`` significant digits."""
     value = float(value)
-    if decimals is None:
+    if digits is None:
         return repr(value)
     if value != 0 and 1e-4 <= abs(value) < 1e6:
         # Positional notation reads better than 1.2e+02 in equations.
-        return np.format_float_positional(value, precision=decimals, unique=True,
+        return np.format_float_positional(value, precision=digits, unique=True,
                                           fractional=False, trim="-")
-    return f"{value:.{decimals}g}"
+    return f"{value:.{digits}g}"
+
+
+def _rounded(value, digits):
+    """``value`` rounded to ``digits`` significant digits, as a float (None: as is)."""
+    value = float(value)
+    return value if digits is None or not np.isfinite(value) else float(f"{value:.{digits}e}")
 
 
 def _exact(value):
     return repr(float(value))
+
+
+def _shortest_between(lower, upper, near):
+    """The decimal with fewest digits that reads as a float in ``[lower, upper)``.
+
+    ``lower`` itself qualifies: it is the largest value that goes left. Among
+    equally short decimals, the one nearest ``near``. Returned as the
+    ``repr`` of the float it reads as.
+    """
+    with localcontext() as ctx:
+        ctx.prec = 800  # exact arithmetic on any pair of doubles
+        # Decimals just below ``lower`` may still read as ``lower``: search from
+        # the float before it (exclusive), then check each candidate as a float.
+        a = Decimal(float(np.nextafter(lower, -np.inf)))
+        b, t = Decimal(upper), Decimal(near)
+        e = max(abs(a), abs(b), Decimal(1)).adjusted() + 1  # 10**e: only 0 can fit
+        while True:
+            q = Decimal(1).scaleb(e)
+            first = (a / q).to_integral_value(rounding=ROUND_FLOOR) + 1
+            last = (b / q).to_integral_value(rounding=ROUND_CEILING) - 1
+            if first <= last:
+                centre = min(max((t / q).to_integral_value(), first), last)
+                ks = range(int(max(first, centre - 50)), int(min(last, centre + 50)) + 1)
+                fits = [float(k * q) for k in sorted(ks, key=lambda k: abs(k - centre))]
+                fits = [v for v in fits if lower <= v < upper]
+                if fits:
+                    return repr(fits[0])
+            e -= 1
+
+
+def _threshold_text(threshold, lower, upper, exact=False):
+    """How a threshold prints: short and routing-exact, or the model's own.
+
+    ``lower``/``upper`` are the largest training value of the split feature
+    that went left and the smallest that went right; any decimal in
+    ``[lower, upper)`` routes the training rows like ``threshold``. Without a known gap
+    (NaN), or with ``exact``, the threshold's ``repr``.
+    """
+    threshold = float(threshold)
+    if exact or not (np.isfinite(lower) and np.isfinite(upper) and lower <= threshold < upper):
+        return repr(threshold)
+    return _shortest_between(float(lower), float(upper), threshold) or repr(threshold)
 
 
 # --------------------------------------------------------------------------
@@ -221,9 +305,9 @@ def _exact(value):
 # --------------------------------------------------------------------------
 
 
-def _equation(intercept, coef, names, decimals, sep=" ", max_terms=None):
+def _equation(intercept, coef, names, digits, sep=" ", max_terms=None):
     """``y = b0 + b1 * x1 - b2 * x2`` with exactly-zero terms left out."""
-    parts = [f"y = {_num(intercept, decimals)}"]
+    parts = [f"y = {_num(intercept, digits)}"]
     terms = np.flatnonzero(coef)
     hidden = 0
     if max_terms is not None and terms.size > max_terms:
@@ -233,14 +317,24 @@ def _equation(intercept, coef, names, decimals, sep=" ", max_terms=None):
     for j in terms:
         c = float(coef[j])
         sign = "-" if c < 0 else "+"
-        parts.append(f"{sign} {_num(abs(c), decimals)} * {names[j]}")
+        parts.append(f"{sign} {_num(abs(c), digits)} * {names[j]}")
     if hidden:
         parts.append(f"+ ... ({hidden} smaller terms)")
     return sep.join(parts)
 
 
-def _binary_conditions(tree, names):
-    """Per node, the list of (feature, op, threshold) tests on its path."""
+def _binary_threshold_texts(tree, exact_thresholds=False):
+    """How every node's threshold prints (None for leaves)."""
+    texts = [None] * tree.node_count
+    lower, upper = np.asarray(tree.gap_lower), np.asarray(tree.gap_upper)
+    for node in np.flatnonzero(np.asarray(tree.children_left) >= 0):
+        texts[node] = _threshold_text(tree.threshold[node], lower[node], upper[node],
+                                      exact_thresholds)
+    return texts
+
+
+def _binary_conditions(tree, thresholds):
+    """Per node, the list of (feature, op, threshold, text) tests on its path."""
     count = tree.node_count
     paths = [None] * count
     paths[0] = []
@@ -248,34 +342,40 @@ def _binary_conditions(tree, names):
         left = tree.children_left[node]
         if left < 0:
             continue
-        f, t = int(tree.feature[node]), float(tree.threshold[node])
-        paths[left] = paths[node] + [(f, "<=", t)]
-        paths[tree.children_right[node]] = paths[node] + [(f, ">", t)]
+        test = (int(tree.feature[node]), float(tree.threshold[node]), thresholds[node])
+        paths[left] = paths[node] + [(test[0], "<=", *test[1:])]
+        paths[tree.children_right[node]] = paths[node] + [(test[0], ">", *test[1:])]
     return paths
 
 
 def _rule_text(conditions, names):
-    """Join path tests, merging repeated tests on one feature into an interval."""
+    """Join path tests, merging repeated tests on one feature into an interval.
+
+    The tightest test (by the model's threshold) on each side is kept, printed
+    as its node prints it: a training row meets it exactly when it meets the
+    model's test, so the merged rule still selects the leaf's training rows.
+    """
     bounds = {}
     order = []
-    for f, op, t in conditions:
+    for f, op, t, text in conditions:
         if f not in bounds:
             bounds[f] = [None, None]
             order.append(f)
         lo, hi = bounds[f]
         if op == "<=":
-            bounds[f][1] = t if hi is None else min(hi, t)
-        else:
-            bounds[f][0] = t if lo is None else max(lo, t)
+            if hi is None or t < hi[0]:
+                bounds[f][1] = (t, text)
+        elif lo is None or t > lo[0]:
+            bounds[f][0] = (t, text)
     parts = []
     for f in order:
         lo, hi = bounds[f]
         if lo is not None and hi is not None:
-            parts.append(f"{_exact(lo)} < {names[f]} <= {_exact(hi)}")
+            parts.append(f"{lo[1]} < {names[f]} <= {hi[1]}")
         elif hi is not None:
-            parts.append(f"{names[f]} <= {_exact(hi)}")
+            parts.append(f"{names[f]} <= {hi[1]}")
         else:
-            parts.append(f"{names[f]} > {_exact(lo)}")
+            parts.append(f"{names[f]} > {lo[1]}")
     return " and ".join(parts) if parts else "(all rows)"
 
 
@@ -284,39 +384,39 @@ class _BinaryFamily(TreeFamily):
 
     tests_in_nodes = True
 
-    def view(self, estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
-             threshold_format=None):
-        fmt = threshold_format or _exact
+    def view(self, estimator, names, digits, sep=" ", max_terms=None, short_edges=False,
+             exact_thresholds=False):
         tree = estimator.tree_
+        thresholds = _binary_threshold_texts(tree, exact_thresholds)
         children, edges, texts = [], [], []
         for node in range(tree.node_count):
             left, right = int(tree.children_left[node]), int(tree.children_right[node])
             if left < 0:
                 children.append([])
                 edges.append([])
-                eq = _equation(tree.intercept[node], tree.coef[node], names, decimals, sep,
+                eq = _equation(tree.intercept[node], tree.coef[node], names, digits, sep,
                                max_terms)
                 texts.append(f"leaf {node}{sep}{eq}")
             else:
-                f, t = int(tree.feature[node]), fmt(tree.threshold[node])
+                f, t = int(tree.feature[node]), thresholds[node]
                 prefix = "" if short_edges else f"{names[f]} "
                 children.append([left, right])
                 edges.append([f"{prefix}<= {t}", f"{prefix}> {t}"])
                 texts.append(names[f])
         return children, edges, texts
 
-    def leaf_rows(self, estimator, names):
+    def leaf_rows(self, estimator, names, digits, exact_thresholds=False):
         tree = estimator.tree_
-        conditions = _binary_conditions(tree, names)
+        conditions = _binary_conditions(tree, _binary_threshold_texts(tree, exact_thresholds))
         records = []
         for leaf in np.flatnonzero(np.asarray(tree.children_left) < 0):
             row = {
                 "leaf": int(leaf),
                 "rule": _rule_text(conditions[leaf], names),
                 "n_samples": int(tree.n_node_samples[leaf]),
-                "intercept": float(tree.intercept[leaf]),
+                "intercept": _rounded(tree.intercept[leaf], digits),
             }
-            row.update(zip(names, (float(c) for c in tree.coef[leaf]), strict=True))
+            row.update(zip(names, (_rounded(c, digits) for c in tree.coef[leaf]), strict=True))
             records.append(row)
         return records, ["leaf", "rule", "n_samples", "intercept", *names]
 
@@ -327,6 +427,11 @@ class _BinaryFamily(TreeFamily):
             "objective": float(estimator.objective_),
             "regression_features": np.asarray(estimator.regression_features_).tolist(),
         }
+        # The training-value gaps (for short printed thresholds); JSON has no
+        # NaN, so unknown entries are null.
+        for name in ("gap_lower", "gap_upper"):
+            data["tree"][name] = [None if np.isnan(v) else float(v)
+                                  for v in np.asarray(getattr(tree, name))]
         if hasattr(estimator, "min_samples_leaf_"):
             data["min_samples_leaf"] = int(estimator.min_samples_leaf_)
         return data
@@ -365,29 +470,62 @@ def _register_core_family():
 # --------------------------------------------------------------------------
 
 
-def export_text(estimator, feature_names=None, decimals=None, show_samples=True,
-                max_terms=None):
+def _pipeline_parts(estimator, feature_names, caller):
+    """A fitted Pipeline's last step and the names its input columns have.
+
+    Anything else is returned as is (with ``feature_names``).
+    """
+    steps = getattr(estimator, "steps", None)
+    if not (isinstance(steps, list) and steps and hasattr(estimator, "named_steps")):
+        return estimator, feature_names
+    final = steps[-1][1]
+    if feature_names is None and len(steps) > 1:
+        try:
+            feature_names = list(estimator[:-1].get_feature_names_out())
+        except (AttributeError, ValueError, TypeError) as exc:
+            raise TypeError(
+                f"{caller} got a Pipeline whose steps before the last give no feature "
+                f"names ({exc}); pass its fitted tree, {caller}(pipe[-1], "
+                "feature_names=...), instead") from None
+    return final, feature_names
+
+
+def _check_max_terms(max_terms):
+    if max_terms is not None and (isinstance(max_terms, bool)
+                                  or not isinstance(max_terms, numbers.Integral)
+                                  or max_terms < 0):
+        raise ValueError(f"max_terms must be a non-negative int or None, got {max_terms!r}")
+
+
+def export_text(estimator, feature_names=None, *, significant_digits=4,
+                exact_thresholds=False, show_samples=True, max_terms=None, decimals=_UNSET):
     """Render a fitted tree as indented rules with each leaf's model.
 
-    Every split is printed as ``name <= threshold`` / ``name > threshold`` with
-    the threshold's shortest round-trip representation (``repr(float)``), so
-    reading the printed thresholds back as floats routes every row, training
-    rows included, to the same leaf as the model. Each leaf shows its id and
-    its equation ``y = intercept + coef * name ...`` in original units
-    (columns that do not enter the leaf regressions are left out), or, for
-    MBNDT, its value or class probabilities.
+    Every split is printed as ``name <= threshold`` / ``name > threshold``
+    with the shortest decimal that separates the node's training rows as the
+    model does (any number between the largest training value going left and
+    the smallest going right does), so reading the printed thresholds back
+    routes every training row to the same leaf as the model. Each leaf shows
+    its id and its equation ``y = intercept + coef * name ...`` in original
+    units (columns that do not enter the leaf regressions are left out), or,
+    for MBNDT, its value or class probabilities; MBNDT tests also say where a
+    missing value or an unseen category goes.
 
     Parameters
     ----------
-    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
-        A fitted estimator.
+    estimator : fitted estimator or Pipeline
+        A fitted CLARITreeRegressor, CholeskyTreeRegressor or MBNDT
+        estimator, or a fitted :class:`~sklearn.pipeline.Pipeline` ending in
+        one (its feature names then come from the steps before).
     feature_names : sequence of str, optional
         Names of the input columns. Defaults to ``feature_names_in_`` when the
         estimator was fitted on a DataFrame, else ``x[0]``, ``x[1]``, ...
-    decimals : int or None, default=None
-        Significant digits of leaf coefficients and values. ``None`` prints
-        them exactly (shortest round-trip representation). Thresholds are
-        always exact.
+    significant_digits : int or None, default=4
+        Significant digits of leaf coefficients, values and probabilities.
+        ``None`` prints them exactly (shortest round-trip representation).
+    exact_thresholds : bool, default=False
+        Print the model's own thresholds (``repr(float)``) instead of the
+        shortest decimals that route the training rows the same way.
     show_samples : bool, default=True
         Append the number of training rows that reached each leaf.
     max_terms : int or None, default=None
@@ -395,6 +533,8 @@ def export_text(estimator, feature_names=None, decimals=None, show_samples=True,
         largest absolute coefficients, and count the rest. Coefficient sizes
         depend on feature units, so this suits features on comparable scales.
         ``None`` shows every term.
+    decimals : int or None
+        Former name of ``significant_digits`` (deprecated).
 
     Returns
     -------
@@ -413,22 +553,21 @@ def export_text(estimator, feature_names=None, decimals=None, show_samples=True,
     >>> X, y = make_piecewise_linear(n_samples=300, n_features=2, n_regimes=2,
     ...                              noise=0.0, random_state=0)
     >>> model = CLARITreeRegressor(max_depth=1).fit(X, y)
-    >>> print(export_text(model, decimals=3))  # doctest: +ELLIPSIS
+    >>> print(export_text(model, significant_digits=3))  # doctest: +ELLIPSIS
     |--- x[0] <= ...
     |   |--- leaf 1: y = ... [samples: ...]
     |--- x[0] > ...
     |   |--- leaf 2: y = ... [samples: ...]
     <BLANKLINE>
     """
+    estimator, feature_names = _pipeline_parts(estimator, feature_names, "export_text")
     _family(estimator)
-    decimals = _check_decimals(decimals)
-    if max_terms is not None and (isinstance(max_terms, bool)
-                                  or not isinstance(max_terms, numbers.Integral)
-                                  or max_terms < 0):
-        raise ValueError(f"max_terms must be a non-negative int or None, got {max_terms!r}")
+    digits = _check_digits(significant_digits, decimals)
+    _check_max_terms(max_terms)
     names = _feature_names(estimator, feature_names)
-    children, edges, texts, is_leaf, n_samples = _view(estimator, names, decimals,
-                                                       max_terms=max_terms)
+    children, edges, texts, is_leaf, n_samples = _view(
+        estimator, names, digits, max_terms=max_terms,
+        exact_thresholds=bool(exact_thresholds))
     lines = []
 
     def leaf_line(node, indent):
@@ -457,25 +596,34 @@ def export_text(estimator, feature_names=None, decimals=None, show_samples=True,
 # --------------------------------------------------------------------------
 
 
-def leaf_table(estimator, feature_names=None):
+def leaf_table(estimator, feature_names=None, *, significant_digits=4,
+               exact_thresholds=False):
     """Leaf models as a pandas DataFrame, one row per leaf.
 
     Parameters
     ----------
-    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
-        A fitted estimator.
+    estimator : fitted estimator or Pipeline
+        A fitted estimator, or a fitted Pipeline ending in one (see
+        :func:`export_text`).
     feature_names : sequence of str, optional
         Names of the input columns (see :func:`export_text`).
+    significant_digits : int or None, default=4
+        Round coefficients, values and probabilities to this many significant
+        digits for reading; ``None`` keeps them exact (then ``intercept + X @
+        coefficients`` reproduces ``predict`` to the last bit).
+    exact_thresholds : bool, default=False
+        Write the model's own thresholds in ``rule`` instead of the shortest
+        decimals that select the same training rows (see :func:`export_text`).
 
     Returns
     -------
     table : pandas.DataFrame
         Leaves in depth-first order with columns ``leaf`` (node id, as returned
         by ``apply``), ``rule`` (the path's tests, repeated tests on one feature
-        merged into an interval, thresholds exact), ``n_samples`` (training rows)
-        and then, for the CLARITree family, ``intercept`` and one coefficient
-        column per feature in original units (0 for columns outside the leaf
-        regressions), so that ``intercept + X @ coefficients`` reproduces
+        merged into an interval), ``n_samples`` (training rows) and then, for
+        the CLARITree family, ``intercept`` and one coefficient column per
+        feature in original units (0 for columns outside the leaf
+        regressions), so that ``intercept + X @ coefficients`` gives
         ``predict`` on the leaf's rows. For MBNDT, ``value`` (regression) or
         one ``proba[class]`` column per class.
 
@@ -487,9 +635,11 @@ def leaf_table(estimator, feature_names=None):
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("leaf_table requires pandas: pip install pandas") from exc
+    estimator, feature_names = _pipeline_parts(estimator, feature_names, "leaf_table")
     family = _family(estimator)
+    digits = _check_digits(significant_digits)
     names = _feature_names(estimator, feature_names)
-    records, columns = family.leaf_rows(estimator, names)
+    records, columns = family.leaf_rows(estimator, names, digits, bool(exact_thresholds))
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -627,8 +777,8 @@ def _dot_escape(text):
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def export_graphviz(estimator, out_file=None, feature_names=None, decimals=4,
-                    show_samples=True):
+def export_graphviz(estimator, out_file=None, feature_names=None, *, significant_digits=4,
+                    exact_thresholds=False, show_samples=True, decimals=_UNSET):
     """Export a fitted tree in Graphviz DOT format.
 
     Internal nodes show the tested feature, edges the condition of each
@@ -638,27 +788,33 @@ def export_graphviz(estimator, out_file=None, feature_names=None, decimals=4,
 
     Parameters
     ----------
-    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
-        A fitted estimator.
+    estimator : fitted estimator or Pipeline
+        A fitted estimator, or a fitted Pipeline ending in one (see
+        :func:`export_text`).
     out_file : str, path-like, file object or None, default=None
         Where to write the DOT source; ``None`` returns it as a string.
     feature_names : sequence of str, optional
         Names of the input columns (see :func:`export_text`).
-    decimals : int or None, default=4
+    significant_digits : int or None, default=4
         Significant digits of leaf coefficients and values (None: exact).
+    exact_thresholds : bool, default=False
+        Print the model's own thresholds (see :func:`export_text`).
     show_samples : bool, default=True
         Show the number of training rows reaching each node.
+    decimals : int or None
+        Former name of ``significant_digits`` (deprecated).
 
     Returns
     -------
     dot : str or None
         The DOT source when ``out_file`` is None.
     """
+    estimator, feature_names = _pipeline_parts(estimator, feature_names, "export_graphviz")
     _family(estimator)
-    decimals = _check_decimals(decimals)
+    digits = _check_digits(significant_digits, decimals)
     names = _feature_names(estimator, feature_names)
     children, edges, texts, is_leaf, n_samples = _view(
-        estimator, names, decimals, sep="\n")
+        estimator, names, digits, sep="\n", exact_thresholds=bool(exact_thresholds))
     lines = [
         "digraph Tree {",
         'node [shape=box, style="rounded,filled", fillcolor="#f7f7f7", '
@@ -715,12 +871,14 @@ def _layout(children):
     return x, depth, max(next_leaf, 1)
 
 
-def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
-              show_samples=True, max_terms=None, threshold_decimals=None):
+def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
+              exact_thresholds=False, fontsize=None, show_samples=True, max_terms=None,
+              decimals=_UNSET):
     """Draw a fitted tree with matplotlib.
 
     For the binary CLARITree family, internal nodes show their test
-    ``feature <= threshold`` (exact) and edges ``yes``/``no``; for MBNDT's
+    ``feature <= threshold`` (thresholds as :func:`export_text` prints them)
+    and edges ``yes``/``no``; for MBNDT's
     multiway nodes, the node shows the feature and each child the interval or
     category set that leads to it. Leaves show their id and model: the leaf equation (one term
     per line) for the CLARITree family, the value or class probabilities for
@@ -728,14 +886,17 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
 
     Parameters
     ----------
-    estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
-        A fitted estimator.
+    estimator : fitted estimator or Pipeline
+        A fitted estimator, or a fitted Pipeline ending in one (see
+        :func:`export_text`).
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; defaults to the current axes.
     feature_names : sequence of str, optional
         Names of the input columns (see :func:`export_text`).
-    decimals : int or None, default=3
+    significant_digits : int or None, default=4
         Significant digits of leaf coefficients and values (None: exact).
+    exact_thresholds : bool, default=False
+        Draw the model's own thresholds (see :func:`export_text`).
     fontsize : float, optional
         Text size; by default it shrinks with the number of leaves and until
         neighbouring leaves fit side by side.
@@ -744,10 +905,8 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     max_terms : int or None, default=None
         Show at most this many terms of each leaf equation (see
         :func:`export_text`).
-    threshold_decimals : int or None, default=None
-        Round thresholds and cut points to this many significant digits for
-        display. ``None`` draws them exactly, as :func:`export_text` prints
-        them; rounded values may misplace rows that lie next to a threshold.
+    decimals : int or None
+        Former name of ``significant_digits`` (deprecated).
 
     Returns
     -------
@@ -756,15 +915,15 @@ def plot_tree(estimator, ax=None, feature_names=None, decimals=3, fontsize=None,
     """
     import matplotlib.pyplot as plt
 
+    estimator, feature_names = _pipeline_parts(estimator, feature_names, "plot_tree")
     family = _family(estimator)
-    decimals = _check_decimals(decimals)
+    digits = _check_digits(significant_digits, decimals)
+    _check_max_terms(max_terms)
     names = _feature_names(estimator, feature_names)
     binary = family.tests_in_nodes
-    threshold_decimals = _check_decimals(threshold_decimals)
     children, edges, texts, is_leaf, n_samples = _view(
-        estimator, names, decimals, sep="\n", max_terms=max_terms, short_edges=not binary,
-        threshold_format=None if threshold_decimals is None
-        else (lambda v: _num(v, threshold_decimals)))
+        estimator, names, digits, sep="\n", max_terms=max_terms, short_edges=not binary,
+        exact_thresholds=bool(exact_thresholds))
     if binary:
         # As in scikit-learn: the test in the node, yes/no on the edges.
         for node, kids in enumerate(children):

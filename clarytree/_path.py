@@ -192,7 +192,7 @@ def _greedy_path(estimator, X, y, penalties, fit_params):
         est.set_params(leaf_penalty=lam)
         est.objective_ = float(objective * unit)
         est._builder_nodes = _pruned_nodes(base._builder_nodes, keep)
-        est.tree_ = est._make_tree(est._builder_nodes, *est._tree_mapping)
+        est.tree_ = est._make_tree(est._builder_nodes, *est._tree_mapping, X=X)
         fitted[lam] = est
     return fitted
 

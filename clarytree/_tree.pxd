@@ -18,6 +18,8 @@ cdef class Tree:
     cdef readonly object node_objective     # float64, leaf loss of the node's rows
     cdef readonly object intercept          # float64, each node's own leaf model
     cdef readonly object coef               # float64 (node_count, n_features)
+    cdef readonly object gap_lower          # float64, largest training value going left
+    cdef readonly object gap_upper          # float64, smallest training value going right
 
     cdef const Py_ssize_t[::1] _left
     cdef const Py_ssize_t[::1] _right

@@ -6,6 +6,14 @@ from scipy import sparse
 
 _ARRAYS = ("children_left", "children_right", "feature", "threshold",
            "n_node_samples", "node_objective", "intercept", "coef")
+# Keyword-only arrays with a default (older call sites and descriptions lack
+# them): the training-value gap around each threshold, NaN where unknown.
+_OPTIONAL_ARRAYS = ("gap_lower", "gap_upper")
+
+
+def _rebuild(arrays):
+    """Unpickle a :class:`Tree` (any set of optional arrays)."""
+    return Tree.from_arrays(arrays)
 
 
 cdef class Tree:
@@ -29,11 +37,17 @@ cdef class Tree:
     coef : ndarray of shape (node_count, n_features), float64
         Each node's own leaf model in original units: the prediction of a row
         reaching leaf ``l`` is ``intercept[l] + x @ coef[l]``.
+    gap_lower, gap_upper : ndarray of shape (node_count,), float64, optional
+        At a split, the largest training value of the split feature that went
+        left and the smallest that went right: any threshold in
+        ``[gap_lower, gap_upper)`` routes the node's training rows like
+        ``threshold``. Exports print a short decimal from this gap. NaN for
+        leaves and where unknown (the default).
     """
 
     def __init__(self, Py_ssize_t n_features, children_left, children_right,
                  feature, threshold, n_node_samples, node_objective,
-                 intercept, coef):
+                 intercept, coef, *, gap_lower=None, gap_upper=None):
         self.n_features = n_features
         self.children_left = np.ascontiguousarray(children_left, dtype=np.intp)
         self.node_count = self.children_left.shape[0]
@@ -45,8 +59,10 @@ cdef class Tree:
         self.intercept = np.ascontiguousarray(intercept, dtype=np.float64)
         self.coef = np.ascontiguousarray(coef, dtype=np.float64).reshape(
             self.node_count, n_features)
+        self.gap_lower = self._optional(gap_lower)
+        self.gap_upper = self._optional(gap_upper)
         self._validate()
-        for name in _ARRAYS:
+        for name in _ARRAYS + _OPTIONAL_ARRAYS:
             getattr(self, name).setflags(write=False)
         self._left = self.children_left
         self._right = self.children_right
@@ -55,11 +71,17 @@ cdef class Tree:
         self._intercept = self.intercept
         self._coef = self.coef
 
+    def _optional(self, values):
+        if values is None:
+            return np.full(self.node_count, np.nan)
+        return np.ascontiguousarray(
+            [np.nan if v is None else v for v in values], dtype=np.float64)
+
     def _validate(self):
         count = self.node_count
         if count < 1:
             raise ValueError("a tree needs at least one node")
-        for name in _ARRAYS:
+        for name in _ARRAYS + _OPTIONAL_ARRAYS:
             if getattr(self, name).shape[0] != count:
                 raise ValueError(f"{name} must have {count} entries")
         left, right = self.children_left, self.children_right
@@ -77,19 +99,24 @@ cdef class Tree:
             raise ValueError("split thresholds must be finite")
 
     def __reduce__(self):
-        return (Tree, (self.n_features,) + tuple(getattr(self, name) for name in _ARRAYS))
+        return (_rebuild, (self.to_arrays(),))
 
     def to_arrays(self):
         """Dict of the node arrays (copies) and ``n_features``."""
-        out = {name: np.array(getattr(self, name)) for name in _ARRAYS}
+        out = {name: np.array(getattr(self, name)) for name in _ARRAYS + _OPTIONAL_ARRAYS}
         out["n_features"] = self.n_features
         return out
 
     @classmethod
     def from_arrays(cls, arrays):
-        """Rebuild a tree from :meth:`to_arrays` output (lists are accepted)."""
+        """Rebuild a tree from :meth:`to_arrays` output (lists are accepted).
+
+        Optional arrays that ``arrays`` lacks get their defaults.
+        """
+        optional = {name: arrays[name] for name in _OPTIONAL_ARRAYS
+                    if arrays.get(name) is not None}
         return cls(int(arrays["n_features"]),
-                   *(np.asarray(arrays[name]) for name in _ARRAYS))
+                   *(np.asarray(arrays[name]) for name in _ARRAYS), **optional)
 
     @property
     def n_leaves(self):

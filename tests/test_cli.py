@@ -292,3 +292,57 @@ def test_mbndt_without_torch(data_csv, tmp_path):
                              "--target", "target"], capture_output=True, text=True,
                             cwd=_WORKDIR["path"], env=env, timeout=300)
     assert_usage_error(result, "needs PyTorch")
+
+
+def test_predict_into_a_closed_pipe(data_csv, tmp_path):
+    """``clarytree predict ... | head -1`` ends quietly (no Broken pipe error)."""
+    model = tmp_path / "model.joblib"
+    assert run("fit", data_csv, "--target", "target", "--max-depth", 1, "--out",
+               model).returncode == 0
+    big = tmp_path / "big.csv"
+    frame = pd.read_csv(data_csv)
+    pd.concat([frame] * 200, ignore_index=True).to_csv(big, index=False)
+    env = dict(os.environ)
+    env.pop("CLARYTREE_DEBUG", None)
+    cmd = f"{sys.executable} -m clarytree predict {model} {big} | head -1"
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
+                            text=True, cwd=_WORKDIR["path"], env=env, timeout=300)
+    assert result.stdout == "prediction\n"
+    assert result.stderr == "", result.stderr
+    assert result.returncode == 141  # as a program ended by SIGPIPE
+
+
+def test_every_input_problem_is_reported(tmp_path):
+    """A string column and an empty cell: both named in the one error line."""
+    path = tmp_path / "both.csv"
+    pd.DataFrame({"a": ["x", "y", "z", "w"], "b": [1.0, None, 2.0, 3.0],
+                  "y": [1.0, 2.0, 3.0, 4.0]}).to_csv(path, index=False)
+    assert_usage_error(run("fit", path, "--target", "y"), "non-numeric feature", "in",
+                       "missing or infinite values", ": b")
+
+
+@pytest.mark.parametrize("command, shown", [
+    ("fit", ["(default: 4)", "(default: 0.001)", "(default: 20)", "(default: 0.2)",
+             "(default: 0)", "(default: linear)"]),
+    ("demo", ["(default: 1000)", "(default: 0.05)", "(default: 8)"]),
+    ("mbndt", ["(default: 3)", "(default: 16.0)", "(default: 500)"]),
+])
+def test_help_shows_defaults(command, shown):
+    result = run(command, "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())  # undo argparse's line wrapping
+    for fragment in shown:
+        assert fragment in text, (fragment, result.stdout)
+
+
+def test_fit_prints_readable_numbers(data_csv):
+    result = run("fit", data_csv, "--target", "target", "--max-depth", 2)
+    assert result.returncode == 0, result.stderr
+    numbers = re.findall(r"(?<![\w\[])-?\d+\.\d+(?:e-?\d+)?", result.stdout.split("leaves:")[0])
+    assert numbers
+    for number in numbers:
+        assert len(number.lstrip("-").split("e")[0].replace(".", "").lstrip("0")) <= 4, number
+    exact = run("fit", data_csv, "--target", "target", "--max-depth", 2,
+                "--significant-digits", "all", "--exact-thresholds")
+    assert exact.returncode == 0, exact.stderr
+    assert max(len(n) for n in re.findall(r"\d+\.\d+", exact.stdout)) > 10

@@ -93,7 +93,7 @@ def model(request, data):
 def test_text_routes_training_rows_exactly(model, data):
     X, _ = data
     names = [f"x[{j}]" for j in range(X.shape[1])]
-    text = export_text(model)
+    text = export_text(model, significant_digits=None)
     route, leaves = parse_text(text, names)
     assert sorted(leaves) == sorted(model.leaf_ids_.tolist())
     routed = np.array([route(x) for x in X])
@@ -104,23 +104,104 @@ def test_text_routes_training_rows_exactly(model, data):
     np.testing.assert_allclose(pred, model.predict(X), rtol=1e-12, atol=1e-12)
 
 
-def test_text_thresholds_are_repr_exact(model, data):
+def _printed_thresholds(text):
+    return [m.group(4) for m in map(_SPLIT.match, text.splitlines())
+            if m and m.group(3) == "<="]
+
+
+def _internal_preorder(tree):
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        if tree.children_left[node] >= 0:
+            order.append(node)
+            stack += [tree.children_right[node], tree.children_left[node]]
+    return order
+
+
+def test_text_thresholds_are_short_and_route_exactly(model, data):
     X, _ = data
-    text = export_text(model, decimals=2)
+    names = [f"x[{j}]" for j in range(X.shape[1])]
+    text = export_text(model, significant_digits=2)
     tree = model.tree_
-    internal = np.flatnonzero(tree.children_left >= 0)
-    for node in internal:
-        assert f" <= {float(tree.threshold[node])!r}" in text
-    # Routing with rounded coefficients is still exact (thresholds never round).
-    route, _ = parse_text(text, [f"x[{j}]" for j in range(X.shape[1])])
+    internal = _internal_preorder(tree)
+    printed = _printed_thresholds(text)
+    assert len(printed) == len(internal)
+    for node, shown in zip(internal, printed, strict=True):
+        # Independent reference: the training values at the node, routed by the model.
+        rows = model.decision_path(X)[:, node].toarray().ravel() > 0
+        x = X[rows, tree.feature[node]]
+        left = x <= tree.threshold[node]
+        value = float(shown)
+        assert np.all(x[left] <= value) and np.all(x[~left] > value), (node, shown)
+        # No decimal with fewer significant digits lies in the gap.
+        digits = len(shown.replace("-", "").replace(".", "").lstrip("0").rstrip("0")
+                     .split("e")[0]) or 1
+        if digits > 1:
+            for fewer in range(1, digits):
+                for candidate in {float(f"{c:.{fewer}g}") for c in
+                                  np.linspace(x[left].max(), x[~left].min(), 2001)}:
+                    assert not (x[left].max() <= candidate < x[~left].min()), \
+                        (shown, candidate)
+        assert len(shown) <= len(repr(float(tree.threshold[node])))
+    # Routing with rounded coefficients and short thresholds is exact.
+    route, _ = parse_text(text, names)
     np.testing.assert_array_equal([route(x) for x in X], model.apply(X))
+    # The model keeps its own thresholds; exact_thresholds prints them.
+    exact = export_text(model, exact_thresholds=True)
+    assert _printed_thresholds(exact) == [repr(float(tree.threshold[n])) for n in internal]
+    assert to_dict(model)["tree"]["threshold"] == tree.threshold.tolist()
+
+
+def test_readable_defaults():
+    """Four significant digits and short thresholds by default (issue example)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 2)) * [1.0, 300.0]
+    y = np.where(X[:, 0] > 0.2, -1022.6342684163727 - 0.15381866969699098 * X[:, 1],
+                 5.0 + 2.0 * X[:, 1])
+    model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    text = export_text(model, show_samples=False)
+    for number in re.findall(r"-?\d+\.\d+(?:e-?\d+)?|\b\d+\b", text.replace("x[", "")):
+        digits = number.lstrip("-").replace(".", "").split("e")[0].lstrip("0")
+        assert len(digits) <= 4, (number, text)
+    for m in map(_LEAF.match, text.splitlines()):
+        if m:
+            intercept = model.tree_.intercept[int(m.group(2))]
+            assert float(m.group(3)) == float(f"{intercept:.4g}"), (m.group(3), intercept)
+    with pytest.warns(FutureWarning, match="significant_digits"):
+        old = export_text(model, decimals=4, show_samples=False)
+    assert old == text
+
+
+def test_pipeline_is_unwrapped(data):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = data
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    pipe = make_pipeline(
+        ColumnTransformer([("keep", "passthrough", ["a", "b", "c"])],
+                          verbose_feature_names_out=False),
+        CholeskyTreeRegressor(max_depth=2)).fit(frame, y)
+    assert export_text(pipe) == export_text(pipe[-1], feature_names=["a", "b", "c"])
+    assert "a <= " in export_text(pipe) or "b <= " in export_text(pipe) \
+        or "c <= " in export_text(pipe)
+    assert leaf_table(pipe).equals(leaf_table(pipe[-1], feature_names=["a", "b", "c"]))
+    # Steps that give no feature names: a TypeError that says what to pass.
+    opaque = make_pipeline(FunctionTransformer(lambda v: v), CholeskyTreeRegressor(max_depth=1))
+    opaque.fit(X, y)
+    with pytest.raises(TypeError, match=r"pipe\[-1\]"):
+        export_text(opaque)
+    with pytest.raises(TypeError, match=r"pipe\[-1\]"):
+        to_dict(pipe)
 
 
 def test_text_options(data):
     X, y = data
     frame = pd.DataFrame(X, columns=["alpha", "beta", "gamma"])
     model = CholeskyTreeRegressor(max_depth=2).fit(frame, y)
-    text = export_text(model, decimals=3, show_samples=False, max_terms=1)
+    text = export_text(model, significant_digits=3, show_samples=False, max_terms=1)
     assert "alpha" in text and "x[0]" not in text
     assert "[samples:" not in text
     assert "(2 smaller terms)" in text
@@ -128,8 +209,8 @@ def test_text_options(data):
     assert "p <= " in renamed or "q <= " in renamed or "r <= " in renamed
     with pytest.raises(ValueError, match="feature_names has 2 entries"):
         export_text(model, feature_names=["p", "q"])
-    with pytest.raises(ValueError, match="decimals"):
-        export_text(model, decimals=0)
+    with pytest.raises(ValueError, match="significant_digits"):
+        export_text(model, significant_digits=0)
     with pytest.raises(ValueError, match="max_terms"):
         export_text(model, max_terms=-1)
 
@@ -200,7 +281,7 @@ def test_from_dict_rejects_bad_input(model):
 
 def test_leaf_table_reproduces_predictions(model, data):
     X, _ = data
-    table = leaf_table(model)
+    table = leaf_table(model, significant_digits=None)
     names = [f"x[{j}]" for j in range(X.shape[1])]
     assert list(table.columns) == ["leaf", "rule", "n_samples", "intercept", *names]
     assert table["leaf"].tolist() == model.leaf_ids_.tolist()
@@ -329,5 +410,6 @@ def test_text_routing_property(seed, depth, n_thresholds, lookahead):
     y = np.where(X[:, 1] > 0, X[:, 2], -X[:, 2]) + rng.normal(size=n)
     model = CLARITreeRegressor(max_depth=depth, lookahead_depth=lookahead,
                                n_thresholds=n_thresholds, leaf_penalty=0.0).fit(X, y)
-    route, _ = parse_text(export_text(model, decimals=2), [f"x[{j}]" for j in range(k)])
+    route, _ = parse_text(export_text(model, significant_digits=2),
+                          [f"x[{j}]" for j in range(k)])
     np.testing.assert_array_equal([route(x) for x in X], model.apply(X))

@@ -1,5 +1,6 @@
 """Tests of clarytree.mbndt: the torch model, training, pruning and the exported tree."""
 
+import json
 import pickle
 import subprocess
 import sys
@@ -406,3 +407,50 @@ def test_single_class_is_rejected():
     X = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(ValueError, match="two classes"):
         MBNDTClassifier(**FAST).fit(X, np.ones(30))
+
+
+def test_export_short_cuts_route_exactly_and_say_where_missing_goes(mixed_data):
+    import copy
+
+    from clarytree import from_dict, leaf_table, to_dict
+    from clarytree.mbndt._export import MISSING_LEVEL, OTHER_LEVELS, _branch_labels
+
+    X, y = mixed_data
+    est = MBNDTClassifier(**FAST, random_state=1).fit(X, y)
+    tree = est.tree_
+    raw = raw_table(X, est._column_kinds)
+    short = copy.deepcopy(tree)
+    numeric = categorical = 0
+    for node in np.flatnonzero(tree.feature >= 0):
+        labels = _branch_labels(tree, node, None)
+        if tree.is_categorical[node]:
+            categorical += 1
+            # Exactly one child takes missing values, exactly one the other levels.
+            assert sum(MISSING_LEVEL in lab for lab in labels) == 1, labels
+            assert sum(OTHER_LEVELS in lab for lab in labels) == 1, labels
+            continue
+        numeric += 1
+        assert sum(lab.endswith(" or missing") for lab in labels) == 1, labels
+        # The child that takes missing values is the one of the imputed median.
+        median = tree.impute_values[int(tree.feature[node])]
+        s, e = tree.cuts_ptr[node], tree.cuts_ptr[node + 1]
+        k = int(np.searchsorted(tree.cuts[s:e], median, side="left"))
+        assert labels[k].endswith(" or missing")
+        bounds = [lab.removesuffix(" or missing") for lab in labels[:-1]]
+        printed = [float(b[3:] if b.startswith("<= ") else b[1:-1].split(", ")[1])
+                   for b in bounds]
+        assert all(len(repr(p)) <= len(repr(float(c))) for p, c in
+                   zip(printed, tree.cuts[s:e], strict=True))
+        short.cuts[s:e] = printed
+    assert numeric and categorical
+    # Routing with the printed cut points is the model's on every training row.
+    np.testing.assert_array_equal(short.apply(raw), tree.apply(raw))
+    # Readable by default, exact on request; the JSON keeps the model's cuts.
+    text = export_text(est)
+    assert "or missing" in text and MISSING_LEVEL in text
+    exact = export_text(est, exact_thresholds=True, significant_digits=None)
+    assert all(repr(float(c)) in exact for c in tree.cuts)
+    clone = from_dict(json.loads(json.dumps(to_dict(est))))
+    np.testing.assert_array_equal(clone.tree_.cuts, tree.cuts)
+    assert export_text(clone) == text
+    assert leaf_table(clone).equals(leaf_table(est))

@@ -9,57 +9,83 @@ fitted ``tree_``; importing :mod:`clarytree.mbndt` registers
 
 import numpy as np
 
-from .._export import TreeFamily, _exact, _json_value, _num, register_tree_family
+from .._export import (
+    TreeFamily,
+    _json_value,
+    _num,
+    _rounded,
+    _threshold_text,
+    register_tree_family,
+)
 from ._classes import MBNDTClassifier, MBNDTRegressor
+from ._preprocess import MISSING
 from ._tree import MultiwayTree
+
+# How rules name what a category table does not list, and missing values.
+OTHER_LEVELS = "<other or unseen>"
+MISSING_LEVEL = "<missing>"
 
 
 def _children(tree, node):
     return [int(c) for c in tree.children[tree.children_ptr[node]:tree.children_ptr[node + 1]]]
 
 
-def _branch_labels(tree, node, name, fmt=_exact):
+def _branch_labels(tree, node, name, exact_thresholds=False):
     """Condition of every child of a multiway node, in child order.
 
+    Each label says where missing values go: a numeric node sends them with
+    the training median (its imputation), a categorical node to the child
+    listing ``<missing>`` (seen in training) or else with unlisted levels.
     With ``name=None`` the labels omit the feature (``<= a``, ``(a, b]``,
     ``> b``, ``in {...}``), for drawings where the node shows it.
     """
     kids = _children(tree, node)
+    prefix = "" if name is None else f"{name} "
     if tree.is_categorical[node]:
         s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
         values, positions = tree.cat_values[s:e], tree.cat_child[s:e]
+        missing_listed = any(v == MISSING for v in values)
         labels = []
         for k in range(len(kids)):
-            members = [str(v) for v, p in zip(values, positions, strict=True) if p == k]
+            members = [MISSING_LEVEL if v == MISSING else str(v)
+                       for v, p in zip(values, positions, strict=True) if p == k]
             if k == tree.default_child[node]:
-                members.append("<other>")
-            prefix = "" if name is None else f"{name} "
+                members.append(OTHER_LEVELS)
+                if not missing_listed:
+                    members.append(MISSING_LEVEL)
             labels.append(f"{prefix}in {{{', '.join(members)}}}")
         return labels
-    cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
+    s, e = tree.cuts_ptr[node], tree.cuts_ptr[node + 1]
+    cuts = [_threshold_text(c, lo, hi, exact_thresholds) for c, lo, hi in
+            zip(tree.cuts[s:e], tree.cut_lower[s:e], tree.cut_upper[s:e], strict=True)]
+    feature = int(tree.feature[node])
+    missing_to = (int(np.searchsorted(tree.cuts[s:e], tree.impute_values[feature],
+                                      side="left"))
+                  if feature in tree.impute_values else None)
     labels = []
     for k in range(len(kids)):
         if k == 0:
-            labels.append(f"{name} <= {fmt(cuts[0])}" if name is not None
-                          else f"<= {fmt(cuts[0])}")
+            label = f"{prefix}<= {cuts[0]}"
         elif k == len(kids) - 1:
-            labels.append(f"{name} > {fmt(cuts[-1])}" if name is not None
-                          else f"> {fmt(cuts[-1])}")
+            label = f"{prefix}> {cuts[-1]}"
         elif name is not None:
-            labels.append(f"{fmt(cuts[k - 1])} < {name} <= {fmt(cuts[k])}")
+            label = f"{cuts[k - 1]} < {name} <= {cuts[k]}"
         else:
-            labels.append(f"({fmt(cuts[k - 1])}, {fmt(cuts[k])}]")
+            label = f"({cuts[k - 1]}, {cuts[k]}]"
+        if k == missing_to:
+            label += " or missing"
+        labels.append(label)
     return labels
 
 
-def _leaf_text(estimator, node, decimals):
+def _leaf_text(estimator, node, digits):
     value = estimator.tree_.value[node]
     classes = getattr(estimator, "classes_", None)
     if classes is not None:
         k = int(np.argmax(value))
-        probs = ", ".join(_num(p, decimals) for p in value)
+        probs = ", ".join(_num(p, digits) for p in value)
         return f"class {classes[k]} (proba [{probs}])"
-    return f"y = {_num(value[0], decimals)}"
+    return f"y = {_num(value[0], digits)}"
 
 
 def _preorder(tree):
@@ -72,13 +98,13 @@ def _preorder(tree):
     return order
 
 
-def _rules(tree, names):
+def _rules(tree, names, exact_thresholds=False):
     rules = {0: []}
     for node in _preorder(tree):
         if tree.feature[node] < 0:
             continue
         name = names[int(tree.feature[node])]
-        labels = _branch_labels(tree, node, name)
+        labels = _branch_labels(tree, node, name, exact_thresholds)
         for child, label in zip(_children(tree, node), labels, strict=True):
             rules[child] = rules[node] + [label]
     return rules
@@ -105,8 +131,12 @@ def _tree_to_dict(tree):
                 entry["cat_child"] = [int(c) for c in tree.cat_child[s:e]]
                 entry["default"] = int(tree.default_child[node])
             else:
-                cuts = tree.cuts[tree.cuts_ptr[node]:tree.cuts_ptr[node + 1]]
-                entry["cuts"] = [float(c) for c in cuts]
+                s, e = tree.cuts_ptr[node], tree.cuts_ptr[node + 1]
+                entry["cuts"] = [float(c) for c in tree.cuts[s:e]]
+                entry["cut_gaps"] = [[None if np.isnan(lo) else float(lo),
+                                      None if np.isnan(hi) else float(hi)]
+                                     for lo, hi in zip(tree.cut_lower[s:e], tree.cut_upper[s:e],
+                                                       strict=True)]
         nodes.append(entry)
     return {
         "nodes": nodes,
@@ -120,26 +150,26 @@ class MultiwayFamily(TreeFamily):
 
     tests_in_nodes = False
 
-    def view(self, estimator, names, decimals, sep=" ", max_terms=None, short_edges=False,
-             threshold_format=None):
-        fmt = threshold_format or _exact
+    def view(self, estimator, names, digits, sep=" ", max_terms=None, short_edges=False,
+             exact_thresholds=False):
         tree = estimator.tree_
         children, edges, texts = [], [], []
         for node in range(tree.node_count):
             if tree.feature[node] < 0:
                 children.append([])
                 edges.append([])
-                texts.append(f"leaf {node}{sep}{_leaf_text(estimator, node, decimals)}")
+                texts.append(f"leaf {node}{sep}{_leaf_text(estimator, node, digits)}")
             else:
                 name = names[int(tree.feature[node])]
                 children.append(_children(tree, node))
-                edges.append(_branch_labels(tree, node, None if short_edges else name, fmt))
+                edges.append(_branch_labels(tree, node, None if short_edges else name,
+                                            exact_thresholds))
                 texts.append(name)
         return children, edges, texts
 
-    def leaf_rows(self, estimator, names):
+    def leaf_rows(self, estimator, names, digits, exact_thresholds=False):
         tree = estimator.tree_
-        rules = _rules(tree, names)
+        rules = _rules(tree, names, exact_thresholds)
         classes = getattr(estimator, "classes_", None)
         value_cols = ["value"] if classes is None else [f"proba[{c}]" for c in classes]
         records = []
@@ -151,7 +181,8 @@ class MultiwayFamily(TreeFamily):
                 "rule": " and ".join(rules[leaf]) if rules[leaf] else "(all rows)",
                 "n_samples": int(tree.n_node_samples[leaf]),
             }
-            row.update(zip(value_cols, (float(v) for v in tree.value[leaf]), strict=True))
+            row.update(zip(value_cols, (_rounded(v, digits) for v in tree.value[leaf]),
+                           strict=True))
             records.append(row)
         return records, ["leaf", "rule", "n_samples", *value_cols]
 

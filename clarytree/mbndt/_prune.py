@@ -132,8 +132,9 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
         br = branches[rows, j]
         pos = {b: k for k, b in enumerate(u)}
         if kind == "num":
-            node["cuts"] = _numeric_cuts(route, j, u, xt[rows, f], br, raw_numeric(rows, c),
-                                         lambda v, p=info: numeric_inverse(ct, p, v))
+            node["cuts"], node["cut_gaps"] = _numeric_cuts(
+                route, j, u, xt[rows, f], br, raw_numeric(rows, c),
+                lambda v, p=info: numeric_inverse(ct, p, v))
         else:
             node["categorical"] = True
             if kind == "onehot":
@@ -165,8 +166,13 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
 
 
 def _numeric_cuts(route, j, used, z, br, x_raw, inverse):
-    """Raw-unit cut points between consecutive surviving branches of node ``j``."""
-    cuts = []
+    """Raw-unit cut points between consecutive surviving branches of node ``j``.
+
+    Also returns, per cut, the largest raw training value routed below it and
+    the smallest routed above (missing values as imputed): exports print a
+    short decimal from that gap.
+    """
+    cuts, gaps = [], []
     for k in range(len(used) - 1):
         low, high = br <= used[k], br >= used[k + 1]
         a, b = float(z[low].max()), float(z[high].min())
@@ -190,4 +196,5 @@ def _numeric_cuts(route, j, used, z, br, x_raw, inverse):
             if not (lo <= cut < hi):
                 cut = lo
         cuts.append(cut)
-    return cuts
+        gaps.append([lo, hi])
+    return cuts, gaps

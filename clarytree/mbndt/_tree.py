@@ -31,6 +31,10 @@ class MultiwayTree:
         ``children[children_ptr[i]:children_ptr[i + 1]]``, in threshold order.
     cuts_ptr, cuts : ndarray
         CSR layout of the cut points of numeric nodes (raw units).
+    cut_lower, cut_upper : ndarray of float, parallel to ``cuts``
+        Largest raw training value routed below each cut and smallest routed
+        above (missing values as imputed); exports print a short decimal from
+        this gap. NaN where unknown (trees described before it was kept).
     cat_ptr, cat_values, cat_child : ndarray
         CSR layout of the category tables of categorical nodes (child positions).
     default_child : ndarray of int, shape (n_nodes,)
@@ -78,6 +82,12 @@ class MultiwayTree:
                 self.leaf_logit[i] = nd["logit"]
         self.children_ptr, self.children = _csr([nd.get("children", []) for nd in nodes], np.intp)
         self.cuts_ptr, self.cuts = _csr([nd.get("cuts", []) for nd in nodes], np.float64)
+        gaps = [nd.get("cut_gaps") or [[np.nan, np.nan]] * len(nd.get("cuts", []))
+                for nd in nodes]
+        _, self.cut_lower = _csr([[np.nan if g[0] is None else g[0] for g in gs]
+                                  for gs in gaps], np.float64)
+        _, self.cut_upper = _csr([[np.nan if g[1] is None else g[1] for g in gs]
+                                  for gs in gaps], np.float64)
         self.cat_ptr, self.cat_values = _csr([nd.get("cat_values", []) for nd in nodes], object)
         _, self.cat_child = _csr([nd.get("cat_child", []) for nd in nodes], np.intp)
 

@@ -41,8 +41,8 @@ for name, model in [("greedy (CholeskyTree)", CholeskyTreeRegressor(max_depth=4)
 # The greedy tree splits on ``z`` at its root; the lookahead tree on ``g`` and
 # then ``h``, and every leaf's equation is close to ``y = +z`` or ``y = -z``
 # (the three largest terms of each equation are shown).
-print(export_text(models["lookahead (CLARITree)"], feature_names=names, decimals=2,
-                  max_terms=3))
+print(export_text(models["lookahead (CLARITree)"], feature_names=names,
+                  significant_digits=2, max_terms=3))
 
 # %%
 fig, ax = plt.subplots(figsize=(12, 5))

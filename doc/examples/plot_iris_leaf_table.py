@@ -38,7 +38,7 @@ for name, est in [("linear regression", LinearRegression()),
 # further splits that do not buy one point of R^2 each. Thresholds are printed
 # exactly; coefficients are rounded to three significant digits.
 model.fit(X, y)
-print(export_text(model, decimals=3))
+print(export_text(model))
 
 # %%
 # The same leaves as a table: the rule that selects each leaf, its training

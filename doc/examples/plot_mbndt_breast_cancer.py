@@ -38,7 +38,7 @@ print("MBNDT mean tests per prediction:", model.decision_path_length(X_test).mea
 # depth.
 #
 # The exported rules (class 1 is benign).
-print(export_text(model, decimals=3))
+print(export_text(model))
 
 # %%
 leaf_table(model).round(3)
@@ -47,5 +47,5 @@ leaf_table(model).round(3)
 # The drawing rounds cut points to four significant digits for legibility;
 # the text above has them exactly.
 fig, ax = plt.subplots(figsize=(14, 6))
-plot_tree(model, ax=ax, threshold_decimals=4)
+plot_tree(model, ax=ax)
 plt.show()
