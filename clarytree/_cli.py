@@ -386,7 +386,8 @@ def _fit_cv(args, params, X_train, X_test, y_train, y_test):
            f"mean CV leaves: {leaves:.3g}")
     tree = model.best_estimator_
     _report_fit(tree, type(tree).__name__, X_train, y_train, X_test, y_test, seconds,
-                decimals=args.decimals)
+                significant_digits=args.significant_digits,
+                exact_thresholds=args.exact_thresholds)
     _save_outputs(tree, args)
     return 0
 
