@@ -42,6 +42,7 @@ cdef class BuildContext:
     cdef readonly Criterion criterion
     cdef readonly Py_ssize_t max_depth
     cdef readonly double leaf_cost           # lambda * TSS
+    cdef readonly object time_limit          # seconds or None
     cdef readonly Py_ssize_t min_samples_leaf
     cdef Py_ssize_t n_stats
     cdef Py_ssize_t levels
@@ -57,6 +58,17 @@ cdef class BuildContext:
 
     cdef object progress                     # callable(done, total) or None
 
+    # Anytime search and interrupts (checked from the main thread).
+    cdef double deadline                     # monotonic seconds; INFINITY: none
+    cdef readonly bint anytime               # a time limit is set
+    cdef readonly bint time_up               # the limit was reached
+    cdef readonly bint truncated             # ... and some lookahead work was cut
+    cdef double last_signal_check
+    cdef readonly Py_ssize_t n_root_candidates
+    cdef readonly Py_ssize_t n_root_scored
+    cdef readonly Py_ssize_t n_searched      # lookahead nodes fully searched
+    cdef readonly Py_ssize_t n_completed     # lookahead nodes chosen greedily (time up)
+
     cdef int _init_workspace(self, Workspace* ws, bint own_order) except -1
     cdef void _free_workspace(self, Workspace* ws) noexcept nogil
     cdef double* total(self, Workspace* ws, Py_ssize_t depth,
@@ -66,6 +78,7 @@ cdef class BuildContext:
                                   int side) noexcept nogil
     cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
                      Py_ssize_t n_saved) except -1 nogil
+    cdef int check(self) except -1 nogil
     cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
                               double loss, const double* acc,
                               Workspace* ws) except -1 nogil
@@ -101,7 +114,14 @@ cdef class GreedyBuilder(TreeBuilder):
 cdef class LookaheadBuilder(TreeBuilder):
     cdef readonly TreeBuilder inner
     cdef readonly Py_ssize_t lookahead_depth
+    cdef bint inner_is_lookahead
 
+    cdef int _greedy(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                     Py_ssize_t depth, int side, SplitRecord* split) except -1 nogil
+    cdef Py_ssize_t _greedy_first(self, Workspace* ws, Py_ssize_t start,
+                                  Py_ssize_t end, Py_ssize_t depth, int side,
+                                  const Candidate* cand,
+                                  Py_ssize_t n_cand) noexcept nogil
     cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     const Candidate* c, CarryState* carry, double bound,

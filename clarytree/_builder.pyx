@@ -19,7 +19,9 @@ leaves, so the split score is their objective (no partition needed).
 
 import numpy as np
 
+from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport INFINITY
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from libc.stdlib cimport calloc, realloc, free
 
 from ._criterion cimport Criterion
@@ -27,6 +29,15 @@ from ._splitter cimport (
     Splitter, SplitRecord, Candidate, CarryState, improves,
 )
 from ._tree cimport TREE_LEAF, TREE_UNDEFINED
+
+# Seconds between two looks at pending signals (Ctrl-C) from the main thread.
+cdef double SIGNAL_INTERVAL = 0.005
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 cdef class BuildContext:
@@ -41,7 +52,11 @@ cdef class BuildContext:
         Penalty of one leaf in the criterion's units (lambda * TSS).
     min_samples_leaf : int
     progress : callable or None, default=None
-        ``progress(done, total)`` after each candidate of the root.
+        ``progress(done, total)`` after each candidate of the root; an
+        exception it raises stops the build and propagates.
+    time_limit : float or None, default=None
+        Seconds after which lookahead nodes stop scoring candidates and
+        choose greedily (see ``LookaheadBuilder``); None: no limit.
     """
 
     def __cinit__(self):
@@ -51,7 +66,8 @@ cdef class BuildContext:
         self.coefs = NULL
 
     def __init__(self, Splitter splitter, Criterion criterion, Py_ssize_t max_depth,
-                 double leaf_cost, Py_ssize_t min_samples_leaf, object progress=None):
+                 double leaf_cost, Py_ssize_t min_samples_leaf, object progress=None,
+                 object time_limit=None):
         if splitter.criterion is not criterion:
             raise ValueError("the splitter must search with the same criterion")
         if max_depth < 0:
@@ -64,6 +80,13 @@ cdef class BuildContext:
         self.n_stats = criterion.n_stats
         self.levels = max_depth + 2
         self.hist_size = splitter.hist_size
+        if time_limit is not None:
+            time_limit = float(time_limit)
+            if not time_limit >= 0:
+                raise ValueError(f"time_limit must be >= 0 or None, got {time_limit!r}")
+        self.time_limit = time_limit
+        self.anytime = time_limit is not None
+        self.deadline = INFINITY
         self.progress = progress
         self.node_count = 0
         self.node_capacity = 0
@@ -188,6 +211,48 @@ cdef class BuildContext:
         self.criterion.coef(acc, &self.coefs[node * p], &ws.sw.crit)
         return node
 
+    cdef int check(self) except -1 nogil:
+        """Note the deadline; raise a pending KeyboardInterrupt every few ms.
+
+        Called from the main thread only (signals are handled there).
+        """
+        cdef double now = _now()
+        if now >= self.deadline:
+            self.time_up = True
+        if now - self.last_signal_check >= SIGNAL_INTERVAL:
+            self.last_signal_check = now
+            with gil:
+                if PyErr_CheckSignals() != 0:
+                    return -1
+        return 0
+
+    def _start(self):
+        """Reset the per-build state: output, counters, clock."""
+        cdef Py_ssize_t t
+        cdef double now = _now()
+        self.node_count = 0
+        for t in range(self.n_workspaces):
+            self.ws[t].n_evaluations = 0
+            self.ws[t].sw.n_bulk_sweeps = 0
+            self.ws[t].sw.n_incremental_sweeps = 0
+            self.ws[t].sw.crit.n_refactor = 0
+        self.last_signal_check = now
+        self.deadline = INFINITY if self.time_limit is None else now + self.time_limit
+        self.time_up = self.time_limit is not None and self.time_limit <= 0
+        self.truncated = False
+        self.n_root_candidates = 0
+        self.n_root_scored = 0
+        self.n_searched = 0
+        self.n_completed = 0
+
+    def search_report(self):
+        """How far the last build's lookahead search got (for time limits)."""
+        return {"complete": not self.truncated, "time_up": self.time_up,
+                "root_candidates": self.n_root_candidates,
+                "root_scored": self.n_root_scored,
+                "nodes_searched": self.n_searched,
+                "nodes_completed_greedily": self.n_completed}
+
     def counters(self):
         """Engine counters of the last build, summed over the workspaces."""
         cdef Py_ssize_t t
@@ -199,14 +264,6 @@ cdef class BuildContext:
             out["n_incremental_sweeps"] += self.ws[t].sw.n_incremental_sweeps
             out["n_refactor"] += self.ws[t].sw.crit.n_refactor
         return out
-
-    def _reset_counters(self):
-        cdef Py_ssize_t t
-        for t in range(self.n_workspaces):
-            self.ws[t].n_evaluations = 0
-            self.ws[t].sw.n_bulk_sweeps = 0
-            self.ws[t].sw.n_incremental_sweeps = 0
-            self.ws[t].sw.crit.n_refactor = 0
 
     def _arrays(self):
         cdef Py_ssize_t i, j, count = self.node_count, p = self.criterion.p
@@ -268,8 +325,7 @@ cdef class TreeBuilder:
         cdef Workspace* ws = &ctx.ws[0]
         cdef Py_ssize_t n = ctx.splitter.n_samples
         cdef double objective = INFINITY
-        ctx.node_count = 0
-        ctx._reset_counters()
+        ctx._start()
         with nogil:
             ctx.splitter.node_stats(&ws.sw, 0, n, ctx.total(ws, 0, 0),
                                     ctx.hist(ws, 0, 0), ctx.keys(ws, 0, 0))
@@ -292,6 +348,7 @@ cdef class TreeBuilder:
         cdef double left_objective, right_objective, value
         cdef SplitRecord split
         objective[0] = leaf_objective
+        self.ctx.check()
         if emit:
             node = self.ctx.push_node(depth, m, leaf_loss, total, ws)
         # The node's objective as a leaf includes its own penalty: a node
@@ -416,7 +473,8 @@ cdef class LookaheadBuilder(TreeBuilder):
             raise ValueError("the inner builder must share the build context")
         super().__init__(context)
         self.inner = inner
-        if isinstance(inner, LookaheadBuilder):
+        self.inner_is_lookahead = isinstance(inner, LookaheadBuilder)
+        if self.inner_is_lookahead:
             self.lookahead_depth = (<LookaheadBuilder>inner).lookahead_depth + 1
         else:
             self.lookahead_depth = 1
@@ -424,14 +482,21 @@ cdef class LookaheadBuilder(TreeBuilder):
     cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     SplitRecord* split) except -1 nogil:
-        cdef Py_ssize_t m = end - start, i, n_cand, winner = -1
+        cdef Py_ssize_t m = end - start, i, k, n_cand, winner = -1, first = -1
         cdef const double* hist = self.ctx.hist(ws, depth, side)
         cdef Candidate* cand
         cdef double* score
         cdef double best, bound = INFINITY
         cdef CarryState carry
         cdef bint report = depth == 0 and self.ctx.progress is not None
+        cdef bint root = depth == 0, cut = False, exact_inner
+        cdef Py_ssize_t done = 0
 
+        if self.ctx.time_up:
+            # Out of time: this node and everything below it is greedy.
+            self.ctx.truncated = True
+            self.ctx.n_completed += 1
+            return self._greedy(ws, start, end, depth, side, split)
         n_cand = self.splitter.max_candidates(m)
         # Saved orders, then the rows sorted by bin for the carried sweep.
         self.ctx.reserve(ws, depth, n_cand, (self.splitter.n_orders + 1) * m)
@@ -439,6 +504,8 @@ cdef class LookaheadBuilder(TreeBuilder):
         score = ws.score[depth]
         n_cand = self.splitter.candidates(&ws.sw, start, end, hist,
                                           self.ctx.keys(ws, depth, side), cand)
+        if root:
+            self.ctx.n_root_candidates = n_cand
         if n_cand == 0:
             return 0
         self.splitter.save(&ws.sw, start, end, ws.saved[depth])
@@ -447,13 +514,48 @@ cdef class LookaheadBuilder(TreeBuilder):
         carry.pos = 0
         carry.rows = ws.saved[depth] + self.splitter.n_orders * m
         for i in range(n_cand):
+            score[i] = INFINITY
+        # Anytime search: the greedy split is scored first, so that whenever
+        # the time runs out the best scored candidate is at least as good as
+        # the greedy tree (the tie rule below still goes by candidate order).
+        if self.ctx.anytime:
+            first = self._greedy_first(ws, start, end, depth, side, cand, n_cand)
+        # A greedy inner builder's completions do not depend on the clock;
+        # a lookahead one's are cut short when the time runs out.
+        exact_inner = not self.inner_is_lookahead
+        for k in range(-1, n_cand):
+            if k == -1:
+                if first < 0:
+                    continue
+                i = first
+            elif k == first:
+                continue
+            else:
+                i = k
+            self.ctx.check()
+            if self.ctx.time_up and done > 0:
+                cut = True
+                break
             self._score(ws, start, end, depth, side, remaining, &cand[i], &carry,
                         bound, &score[i])
+            if self.ctx.time_up and not exact_inner and done > 0:
+                # Scored by a search that the limit cut short: the committed
+                # children would be refined differently, so drop it.
+                score[i] = INFINITY
+                cut = True
+                break
+            done += 1
             if score[i] < bound:
                 bound = score[i]
+            if root:
+                self.ctx.n_root_scored = done
             if report:
                 with gil:
-                    self.ctx.progress(i + 1, n_cand)
+                    self.ctx.progress(done, n_cand)
+        if cut:
+            self.ctx.truncated = True
+        else:
+            self.ctx.n_searched += 1
         # The tie rule, applied in candidate order to the per-candidate slots.
         best = INFINITY
         for i in range(n_cand):
@@ -467,6 +569,37 @@ cdef class LookaheadBuilder(TreeBuilder):
         split.n_left = cand[winner].n_left
         split.score = best
         return 1
+
+    cdef int _greedy(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                     Py_ssize_t depth, int side, SplitRecord* split) except -1 nogil:
+        return self.splitter.best_split(
+            &ws.sw, start, end, self.ctx.total(ws, depth, side),
+            self.ctx.hist(ws, depth, side), split, ws.best_left + depth * self.ctx.n_stats)
+
+    cdef Py_ssize_t _greedy_first(self, Workspace* ws, Py_ssize_t start,
+                                  Py_ssize_t end, Py_ssize_t depth, int side,
+                                  const Candidate* cand,
+                                  Py_ssize_t n_cand) noexcept nogil:
+        """Index of the candidate inducing the greedy split's partition, or -1."""
+        cdef SplitRecord greedy
+        cdef Py_ssize_t i, found = -1
+        if not self.splitter.best_split(
+                &ws.sw, start, end, self.ctx.total(ws, depth, side),
+                self.ctx.hist(ws, depth, side), &greedy,
+                ws.best_left + depth * self.ctx.n_stats):
+            return -1
+        for i in range(n_cand):
+            if cand[i].feature == greedy.feature and cand[i].bin == greedy.bin:
+                found = i
+                break
+        if found < 0 or not cand[found].duplicate:
+            return found
+        # Another feature induces the same partition first: score that one.
+        for i in range(found):
+            if (not cand[i].duplicate and cand[i].n_left == cand[found].n_left
+                    and cand[i].key == cand[found].key):
+                return i
+        return -1
 
     cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,

@@ -2,6 +2,7 @@
 
 import sys
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -225,11 +226,32 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
     splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route)
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
-    context = BuildContext(splitter, criterion, estimator.max_depth,
-                           float(estimator.leaf_penalty) * tss, msl, progress)
+    time_limit = getattr(estimator, "time_limit", None)
+    leaf_cost = float(estimator.leaf_penalty) * tss
+    context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
+                           progress, time_limit if lookahead else None)
     builder = _assemble_builder(context, lookahead, estimator.max_depth)
     objective, nodes = builder.build()
     counters = context.counters()
+    report = context.search_report()
+    if not report["complete"] and isinstance(builder, LookaheadBuilder) \
+            and builder.lookahead_depth >= 2:
+        # A depth-k search cut short refines committed children greedily,
+        # which can fall behind the greedy tree: keep whichever is better.
+        bins, order, n_bins = bin_features(X, estimator.thresholds_)
+        greedy_splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins,
+                                   route)
+        greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(
+            greedy_splitter, criterion, estimator.max_depth, leaf_cost, msl)).build()
+        if greedy_objective < objective:
+            objective, nodes = greedy_objective, greedy_nodes
+            report["greedy_fallback"] = True
+    counters["search"] = report
+    if "time_limit" in estimator.get_params(deep=False):
+        estimator.search_complete_ = bool(report["complete"])
+    if not report["complete"]:
+        warnings.warn(_time_limit_message(time_limit, report), UserWarning,
+                      stacklevel=3)
     estimator.n_candidate_evaluations_ = counters["n_evaluations"]
     objective *= y_scale * y_scale
     nodes["node_objective"] = nodes["node_objective"] * (y_scale * y_scale)
@@ -271,6 +293,23 @@ def _split_gaps(tree, X):
             if x.size:
                 out[node] = reduce(x)
     return lower, upper
+
+
+def _time_limit_message(time_limit, report):
+    if report["root_scored"] == 0:
+        root = "no root candidate was scored"
+    elif report["root_scored"] < report["root_candidates"]:
+        root = (f"{report['root_scored']} of {report['root_candidates']} root "
+                "candidates were scored")
+    else:
+        root = f"all {report['root_candidates']} root candidates were scored"
+    text = (f"time_limit={time_limit:g}s reached before the lookahead search "
+            f"finished: {root}, {report['nodes_searched']} lookahead node(s) were "
+            f"searched fully and {report['nodes_completed_greedily']} completed "
+            "greedily")
+    if report.get("greedy_fallback"):
+        text += "; the greedy tree was better and is returned"
+    return text + " (search_complete_ is False)."
 
 
 class _Progress:
@@ -488,6 +527,17 @@ class CLARITreeRegressor(_BaseLinearTree):
         + _SEMANTICS
         + _PARAMS_DOC.format(lookahead="""    lookahead_depth : int, default=1
         Levels of exhaustive search before greedy completion (0 = greedy).
+    time_limit : float or None, default=None
+        Seconds of lookahead search (anytime search).  Each lookahead node
+        scores the greedy split first, so the best candidate found is never
+        worse than the greedy tree's; when the limit is reached the search
+        stops scoring, every node not yet refined is completed greedily,
+        ``search_complete_`` is False and a ``UserWarning`` says how far the
+        search got.  ``time_limit=0`` returns the ``CholeskyTreeRegressor``
+        tree.  None searches to the end.
+""").replace("    n_features_in_ : int\n", """    search_complete_ : bool
+        False when ``time_limit`` cut the lookahead search short.
+    n_features_in_ : int
 """)
         + """
     See Also
@@ -508,14 +558,16 @@ class CLARITreeRegressor(_BaseLinearTree):
     _parameter_constraints: dict = {
         **_BaseLinearTree._parameter_constraints,
         "lookahead_depth": [Interval(Integral, 0, None, closed="left")],
+        "time_limit": [Interval(Real, 0, None, closed="left"), None],
     }
 
-    def __init__(self, *, max_depth=4, lookahead_depth=1, leaf_model="linear",
-                 leaf_penalty=1e-3, ridge_alpha=1e-5, n_thresholds=20,
-                 threshold_strategy="quantile", min_samples_leaf="auto",
-                 regression_features="auto", verbose=0):
+    def __init__(self, *, max_depth=4, lookahead_depth=1, time_limit=None,
+                 leaf_model="linear", leaf_penalty=1e-3, ridge_alpha=1e-5,
+                 n_thresholds=20, threshold_strategy="quantile",
+                 min_samples_leaf="auto", regression_features="auto", verbose=0):
         self.max_depth = max_depth
         self.lookahead_depth = lookahead_depth
+        self.time_limit = time_limit
         self.leaf_model = leaf_model
         self.leaf_penalty = leaf_penalty
         self.ridge_alpha = ridge_alpha

@@ -1,0 +1,166 @@
+"""time_limit (anytime search), Ctrl-C and the progress callback."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+from clarytree._builder import BuildContext, GreedyBuilder, LookaheadBuilder
+from clarytree._criterion import RidgeCriterion
+from clarytree._splitter import Splitter
+
+from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+from clarytree._thresholds import bin_features, threshold_pool
+from clarytree.datasets import make_piecewise_linear
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_piecewise_linear(n_samples=3000, n_features=5, noise=0.5, random_state=3)
+
+
+def same_tree(a, b):
+    for name in ("feature", "threshold", "children_left", "children_right"):
+        np.testing.assert_array_equal(getattr(a.tree_, name), getattr(b.tree_, name))
+
+
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+@pytest.mark.parametrize("lookahead", [1, 2])
+def test_time_limit_zero_is_the_greedy_tree(data, leaf_model, lookahead):
+    X, y = data
+    greedy = CholeskyTreeRegressor(max_depth=4, leaf_model=leaf_model).fit(X, y)
+    with pytest.warns(UserWarning, match="time_limit=0s reached"):
+        model = CLARITreeRegressor(max_depth=4, lookahead_depth=lookahead, time_limit=0,
+                                   leaf_model=leaf_model).fit(X, y)
+    same_tree(model, greedy)
+    assert model.objective_ == greedy.objective_
+    assert model.search_complete_ is False
+    assert model.n_candidate_evaluations_ == 0
+
+
+@pytest.mark.parametrize("lookahead", [1, 2])
+def test_tiny_limit_lies_between_lookahead_and_greedy(data, lookahead):
+    X, y = data
+    params = dict(max_depth=4, lookahead_depth=lookahead)
+    full = CLARITreeRegressor(**params).fit(X, y)
+    greedy = CholeskyTreeRegressor(max_depth=4).fit(X, y)
+    assert full.search_complete_ is True
+    assert full.objective_ < greedy.objective_ * (1 - 1e-3)     # lookahead pays here
+    # Limits from tiny to large: every result lies between the two, and
+    # some limit cuts the search part-way (how far depends on the machine).
+    partial = False
+    for limit in (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            cut = CLARITreeRegressor(time_limit=limit, **params).fit(X, y)
+        assert full.objective_ * (1 - 1e-12) <= cut.objective_
+        assert cut.objective_ <= greedy.objective_ * (1 + 1e-10)
+        assert (not cut.search_complete_) == bool(record)
+        if record:
+            assert "search_complete_ is False" in str(record[0].message)
+        if not cut.search_complete_ and 0 < cut.n_candidate_evaluations_:
+            assert cut.n_candidate_evaluations_ < full.n_candidate_evaluations_
+            partial = True
+            break
+    assert partial
+
+
+def test_generous_limit_equals_no_limit(data):
+    X, y = data
+    for lookahead in (1, 2):
+        free = CLARITreeRegressor(max_depth=3, lookahead_depth=lookahead).fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            timed = CLARITreeRegressor(max_depth=3, lookahead_depth=lookahead,
+                                       time_limit=1e6).fit(X, y)
+        same_tree(timed, free)
+        assert timed.objective_ == free.objective_
+        assert timed.search_complete_ is True
+        assert timed.n_candidate_evaluations_ == free.n_candidate_evaluations_
+
+
+def test_bad_time_limit(data):
+    X, y = data
+    with pytest.raises(ValueError, match="time_limit"):
+        CLARITreeRegressor(time_limit=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="time_limit"):
+        CLARITreeRegressor(time_limit="soon").fit(X, y)
+
+
+def _context(progress):
+    X, y = make_piecewise_linear(n_samples=300, n_features=3, random_state=0)
+    W = np.column_stack([np.ones(len(y)), (X - X.mean(0)) / X.std(0), y - y.mean()])
+    ridge = np.full(4, 0.3)
+    ridge[0] = 1e-12
+    crit = RidgeCriterion(W, ridge)
+    pools = [threshold_pool(X[:, f], 10, "quantile") for f in range(3)]
+    bins, order, n_bins = bin_features(X, pools)
+    return BuildContext(Splitter(bins, order, n_bins, 5, crit), crit, 3, 1e-3, 5,
+                        progress)
+
+
+def test_progress_callback_exception_propagates():
+    calls = []
+
+    def progress(done, total):
+        calls.append((done, total))
+        if done == 3:
+            raise RuntimeError("stop here")
+
+    ctx = _context(progress)
+    builder = LookaheadBuilder(ctx, GreedyBuilder(ctx))
+    with pytest.raises(RuntimeError, match="stop here"):
+        builder.build()
+    assert [c[0] for c in calls] == [1, 2, 3]
+    # The context is reusable after the error.
+    ctx2 = _context(None)
+    assert LookaheadBuilder(ctx2, GreedyBuilder(ctx2)).build()[0] > 0
+
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from clarytree import CLARITreeRegressor
+    from clarytree.datasets import make_piecewise_linear
+    X, y = make_piecewise_linear(n_samples=20000, n_features=6, noise=0.5,
+                                 random_state=0)
+    model = CLARITreeRegressor(max_depth=4, lookahead_depth=2,
+                               verbose=int(sys.argv[1]))
+    print("fitting", flush=True)
+    try:
+        model.fit(X, y)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        small = CLARITreeRegressor(max_depth=2).fit(X[:300], y[:300])
+        print("usable", small.get_n_leaves() >= 1, flush=True)
+""")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_ctrl_c_stops_a_long_fit(verbose):
+    """SIGINT during a fit of tens of seconds raises KeyboardInterrupt promptly."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(verbose)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "fitting"
+        time.sleep(1.0)
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+        waited = time.perf_counter() - sent
+    finally:
+        child.kill()
+    assert "interrupted" in out and "usable True" in out, (out, err)
+    assert "Exception ignored" not in err
+    assert child.returncode == 0
+    # About a second on an idle machine (the full fit takes ~30 s); generous
+    # for shared CI runners, which also run the interpreter's shutdown.
+    assert waited < 10.0
