@@ -11,14 +11,15 @@ What is timed
 -------------
 ``rank-one``
     clarytree's own sweep with rank-one Cholesky updates/downdates
-    (``O(p^2)`` per row, ``p = k + 1``): the estimator's tree builder on the
-    inputs ``CholeskyTreeRegressor(n_thresholds=None)`` prepares
-    (standardized design, every midpoint a threshold, presorted orders),
-    every feature swept in sorted order (no histograms), rank-one route
-    forced. The time is ``build(max_depth=1) - build(max_depth=0)``, so the
-    set-up and the root's own statistics are excluded and only the sweep is
-    compared (best of ``--repeats``; each timing loops enough builds to
-    last 0.2 s).
+    (``O(p^2)`` per row, ``p = k + 1``): ``CholeskyTreeRegressor(
+    n_thresholds=None, leaf_penalty=0)`` fitted through the package's private
+    fit helper ``clarytree._classes._fit_tree`` (the estimator's own
+    preparation: target scaling, feature roles, standardization, every
+    midpoint a threshold), every feature swept in sorted order
+    (``max_hist_bins=0``, no histograms), rank-one route forced. The time is
+    ``fit(max_depth=1) - fit(max_depth=0)``, so the preparation and the
+    root's own statistics are excluded and only the sweep is compared (best
+    of ``--repeats``; each timing loops enough fits to last 0.2 s).
 ``running sums``
     the same sweep with the bulk route forced: Gram sums carried row by row
     but a fresh ``O(p^3)`` factorization at every threshold. Not a from-scratch
@@ -68,61 +69,52 @@ import numpy as np
 INTERCEPT_RIDGE = 1e-12
 
 
-def prepare(X, y, kappa):
-    """The estimator's inputs to its tree builder: criterion, bins, sorted orders."""
-    from clarytree._criterion import RidgeCriterion
+def _estimator(depth, kappa):
+    from clarytree import CholeskyTreeRegressor
 
-    from clarytree._thresholds import bin_features, threshold_pool
-
-    Z, yc, ridge = design(X, y, kappa)
-    W = np.empty((Z.shape[0], Z.shape[1] + 1))
-    W[:, :-1] = Z
-    W[:, -1] = yc
-    pools = [threshold_pool(X[:, f], None, "quantile") for f in range(X.shape[1])]
-    bins, order, n_bins = bin_features(X, pools)
-    return {"criterion": RidgeCriterion(W, ridge), "bins": bins, "order": order,
-            "n_bins": n_bins}
+    return CholeskyTreeRegressor(max_depth=depth, n_thresholds=None, leaf_penalty=0.0,
+                                 ridge_alpha=kappa)
 
 
-def build_time(parts, depth, route, msl, repeats, min_seconds=0.2):
-    """CPU seconds of one tree build: best of ``repeats`` timings of enough builds.
+def fit_time(X, y, depth, route, kappa, repeats, min_seconds=0.2):
+    """CPU seconds of one fit through the private fit helper; best of ``repeats``.
 
-    Like ``timeit``: each timing runs as many builds as needed to last
+    Like ``timeit``: each timing runs as many fits as needed to last
     ``min_seconds`` and divides, so sub-millisecond sweeps are resolved.
-    Builders (with fresh copies of the sorted orders, which a build
-    reorders) are prepared outside the timed region.
+    Returns ``(seconds, fitted estimator)``.
     """
-    from clarytree._builder import BuildContext, GreedyBuilder
-    from clarytree._splitter import Splitter
+    from clarytree._classes import _fit_tree
 
-    def prepared():
-        splitter = Splitter(parts["bins"], parts["order"].copy(), parts["n_bins"], msl,
-                            parts["criterion"], 0, route)
-        return GreedyBuilder(BuildContext(splitter, parts["criterion"], depth, 0.0, msl))
+    def fit():
+        return _fit_tree(_estimator(depth, kappa), X, y, route=route, max_hist_bins=0)[0]
 
-    builder = prepared()
     t0 = time.process_time()
-    objective, _ = builder.build()
+    fitted = fit()
     first = time.process_time() - t0
     number = int(min(max(1, min_seconds / max(first, 1e-7)), 5000))
     best = first if number == 1 else np.inf
     for _ in range(repeats):
-        builders = [prepared() for _ in range(number)]
         t0 = time.process_time()
-        for b in builders:
-            b.build()
+        for _ in range(number):
+            fit()
         best = min(best, (time.process_time() - t0) / number)
-    return best, objective
+    return best, fitted
 
 
-def design(X, y, kappa):
-    """The estimator's standardized design ``[1, (X - m) / s]``, centred y and ridge."""
+def design(X, y, kappa, regression_features):
+    """The estimator's standardized design ``[1, (X_r - m) / s]``, centred y and ridge.
+
+    Column moments come from the estimator's own helper, so the baseline
+    refits the same regressions as the estimator.
+    """
+    from clarytree._classes import _column_moments
+
     n = X.shape[0]
-    std = X.std(axis=0)
-    std[std < 1e-12] = 1.0
-    Z = np.empty((n, X.shape[1] + 1))
+    Xr = X[:, regression_features]
+    mean, std = _column_moments(Xr)
+    Z = np.empty((n, Xr.shape[1] + 1))
     Z[:, 0] = 1.0
-    Z[:, 1:] = (X - X.mean(axis=0)) / std
+    Z[:, 1:] = (Xr - mean) / std
     ridge = np.full(Z.shape[1], n * kappa)
     ridge[0] = INTERCEPT_RIDGE
     return Z, y - y.mean(), ridge
@@ -179,17 +171,17 @@ def run_case(n, k, args):
     from clarytree._splitter import SearchRoute
 
     X, y = make_piecewise_linear(n_samples=n, n_features=k, noise=0.5, random_state=args.seed)
-    msl = max(1, 5 * k)
     repeats = args.repeats if n < 10 ** 6 else 2
-    parts = prepare(X, y, args.kappa)
-    t0, _ = build_time(parts, 0, SearchRoute.INCREMENTAL, msl, repeats)
-    t_inc, objective = build_time(parts, 1, SearchRoute.INCREMENTAL, msl, repeats)
-    t_bulk, _ = build_time(parts, 1, SearchRoute.BULK, msl, repeats)
+    t0, root = fit_time(X, y, 0, SearchRoute.INCREMENTAL, args.kappa, repeats)
+    t_inc, fitted = fit_time(X, y, 1, SearchRoute.INCREMENTAL, args.kappa, repeats)
+    t_bulk, _ = fit_time(X, y, 1, SearchRoute.BULK, args.kappa, repeats)
     sweep_inc = max(t_inc - t0, 1e-9)
     sweep_bulk = max(t_bulk - t0, 1e-9)
-    del parts
+    objective = fitted.objective_
+    # The estimator's resolved choices, so the baseline sweeps the same candidates.
+    msl = root.min_samples_leaf_
 
-    Z, yc, ridge = design(X, y, args.kappa)
+    Z, yc, ridge = design(X, y, args.kappa, root.regression_features_)
     loss_fn = _loss_blas if args.scratch == "blas" else _loss_packed
     cands = [candidates(X[:, f], msl) for f in range(k)]
     n_cands = sum(len(c) for c in cands)

@@ -14,7 +14,7 @@ The MBNDT multi-branch differentiable trees live in :mod:`clarytree.mbndt`
 (requires the ``torch`` extra).
 """
 
-from ._classes import CholeskyTreeRegressor, CLARITreeRegressor
+from ._classes import CholeskyTreeRegressor, CLARITreeRegressor, UnsplittableWarning
 from ._export import (
     export_graphviz,
     export_text,
@@ -48,4 +48,5 @@ __all__ = [
     "plot_partition",
     "plot_tree",
     "to_dict",
+    "UnsplittableWarning",
 ]

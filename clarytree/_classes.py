@@ -223,6 +223,8 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
         for f in range(n_features)
     ]
     bins, order, n_bins = bin_features(X, estimator.thresholds_)
+    if estimator.max_depth >= 1:
+        _warn_if_unsplittable(estimator, bins, n_bins, msl, reg.shape[0])
     splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route)
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
@@ -266,6 +268,48 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
     estimator.objective_ = float(objective)
     estimator.tree_ = estimator._make_tree(nodes, *estimator._tree_mapping, X=X)
     return estimator, counters
+
+
+class UnsplittableWarning(UserWarning):
+    """Warning of a fit in which no split is admissible: the tree is one leaf.
+
+    Raised by ``fit`` when ``max_depth >= 1`` but the resolved
+    ``min_samples_leaf`` (``"auto"``: 5 rows per regression feature) leaves
+    no threshold with enough rows on both sides, or no column varies. The
+    message names the cause and the parameter to change.
+    """
+
+
+def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression):
+    """Warn, naming cause and remedy, when no root split is admissible.
+
+    A split is admissible when both children keep ``msl`` rows; the root's
+    candidates are the pool thresholds, so the count of rows at or below each
+    threshold decides it.
+    """
+    n = bins.shape[0]
+    if not np.any(n_bins > 1):
+        cause = "every column of X is constant, so there is no threshold to split on"
+    elif n < 2 * msl:
+        cause = (f"a split needs at least min_samples_leaf = {msl} rows on each side, "
+                 f"but X has {n} rows")
+    else:
+        for f in np.flatnonzero(n_bins > 1):
+            left = np.cumsum(np.bincount(bins[:, f], minlength=n_bins[f]))[:-1]
+            if np.any((left >= msl) & (n - left >= msl)):
+                return
+        cause = (f"no threshold leaves min_samples_leaf = {msl} of the {n} rows on "
+                 "both sides")
+    if estimator.min_samples_leaf == "auto" and n_regression > 0 and "min_samples" in cause:
+        remedy = (f"min_samples_leaf='auto' is 5 rows per regression feature ({n_regression} "
+                  "here): pass fewer regression_features (a short list, or None for "
+                  "constant-in-leaf intercepts), or set min_samples_leaf")
+    elif "min_samples" in cause:
+        remedy = "lower min_samples_leaf"
+    else:
+        remedy = "pass X with at least one varying column"
+    warnings.warn(f"{type(estimator).__name__} cannot split: {cause}; the tree is a single "
+                  f"leaf. To allow splits, {remedy}.", UnsplittableWarning, stacklevel=5)
 
 
 def _split_gaps(tree, X):

@@ -1,6 +1,7 @@
 """CLARITree / CholeskyTree: objective values, search semantics, invariants."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -330,3 +331,25 @@ def test_exact_ties_go_to_the_first_feature(leaf_model):
                                    regression_features=[2]).fit(X, y)
         assert model.get_n_leaves() == 4
         assert model.tree_.feature[0] == 0
+
+
+def test_warns_when_no_split_is_admissible():
+    """1,000 rows x 100 features: min_samples_leaf='auto' is 500, the tree one leaf."""
+    from clarytree._classes import UnsplittableWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 100))
+    y = np.where(X[:, 0] > 0, X[:, 1], -X[:, 1])
+    with pytest.warns(UnsplittableWarning, match=r"min_samples_leaf = 500.*regression_features"):
+        model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    assert model.get_n_leaves() == 1
+    # The remedy works, and a fit that can split stays silent.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsplittableWarning)
+        model = CholeskyTreeRegressor(max_depth=2, regression_features=[1]).fit(X, y)
+        assert model.get_n_leaves() > 1
+        CholeskyTreeRegressor(max_depth=0).fit(X[:20], y[:20])  # no split asked for
+    with pytest.warns(UnsplittableWarning, match="constant"):
+        CholeskyTreeRegressor(max_depth=2).fit(np.ones((50, 2)), y[:50])
+    with pytest.warns(UnsplittableWarning, match="X has 50 rows.*lower min_samples_leaf"):
+        CholeskyTreeRegressor(max_depth=2, min_samples_leaf=30).fit(X[:50, :2], y[:50])
