@@ -213,21 +213,103 @@ cdef inline void _unpack_system(const double* acc, const double* ridge,
         k += q - i
 
 
+cdef inline bint _pivot(double* row, Py_ssize_t length, int* info,
+                        Py_ssize_t i) noexcept nogil:
+    # Square-root pivot of a packed row (its diagonal first) and division of
+    # the rest of the row by it, exactly as ``chol_factor`` does.
+    cdef Py_ssize_t col
+    cdef double d = row[0]
+    if not (d > 0.0) or not isfinite(d):
+        info[0] = <int>(i + 1)
+        return False
+    d = sqrt(d)
+    row[0] = d
+    for col in range(1, length):
+        row[col] /= d
+    return True
+
+
+cdef double packed_chol_loss(double* work, Py_ssize_t p, int* info) noexcept nogil:
+    """Ridge loss from the packed augmented matrix ``[[A, b], [b^T, yy]]``.
+
+    ``work`` holds the (p + 1) x (p + 1) matrix packed like the statistics
+    (ridge already on the diagonal) and is overwritten by its factor.  The
+    right-looking elimination runs directly on the packed rows, so ``b``
+    turns into ``z = R^{-T} b`` as the last entry of each row with no unpack
+    and no separate triangular solve; pivots are eliminated two at a time
+    (rank-2 updates), which halves the passes over the trailing rows.  Every
+    entry still receives exactly the operations, in the same order, of
+    ``chol_factor`` followed by ``solve_rt``, so the loss
+    ``yy - ||z||^2`` is bitwise that of the unpacked route.  ``info`` is 0,
+    or ``j + 1`` when pivot ``j`` is not positive (the loss is then 0).
+    """
+    cdef Py_ssize_t q = p + 1, i = 0, j, col, ki = 0, kj, length
+    cdef double a, b, zi, s = 0.0
+    cdef double* r0
+    cdef double* r1
+    cdef double* rowj
+    info[0] = 0
+    while i < p:
+        r0 = work + ki
+        length = q - i                  # row i: columns i .. p (p is b)
+        if not _pivot(r0, length, info, i):
+            return 0.0
+        if i + 1 == p:
+            ki += length
+            i += 1
+            continue
+        # Row i + 1 takes pivot i's update first, then becomes a pivot.
+        r1 = r0 + length
+        a = r0[1]
+        for col in range(1, length):
+            r1[col - 1] -= a * r0[col]
+        if not _pivot(r1, length - 1, info, i + 1):
+            return 0.0
+        # Rows i + 2 .. p - 1 take both updates in one pass (the yy row is
+        # never formed: the loss is summed from z below).
+        kj = ki + 2 * length - 1
+        for j in range(2, length - 1):
+            a = r0[j]
+            b = r1[j - 1]
+            rowj = work + kj
+            for col in range(j, length):
+                rowj[col - j] = (rowj[col - j] - a * r0[col]) - b * r1[col - 1]
+            kj += length - j
+        ki += 2 * length - 1
+        i += 2
+    ki = 0
+    for i in range(p):
+        zi = work[ki + q - i - 1]
+        s += zi * zi
+        ki += q - i
+    return work[ki] - s
+
+
 cdef double packed_ridge_loss(const double* acc, const double* ridge,
                               double* R, double* z, Py_ssize_t p,
                               int* info) noexcept nogil:
     """Ridge loss ``sum(y^2) - ||R^{-T} Z^T y||^2`` from packed sums.
 
     ``ridge`` is the diagonal of Lambda; ``R`` (p*p) and ``z`` (p) are
-    scratch.  ``info`` is set to the factorization status.
+    scratch.  ``info`` is set to the factorization status.  For p >= 4 the
+    packed augmented matrix fits into ``R`` and ``packed_chol_loss`` runs
+    on it; smaller systems unpack (both give bitwise the same loss).
     """
-    cdef Py_ssize_t q = p + 1
+    cdef Py_ssize_t q = p + 1, i, k = 0, n = packed_size(q)
+    if p * p >= n:
+        memcpy(R, acc, n * sizeof(double))
+        for i in range(p):
+            R[k] += ridge[i]
+            k += q - i
+        # The yy entry is read from acc: packed_chol_loss returns
+        # work[last] - ||z||^2 and leaves that entry untouched.
+        return packed_chol_loss(R, p, info)
     _unpack_system(acc, ridge, R, z, p)
     info[0] = chol_factor(R, p)
     if info[0] != 0:
         return 0.0
     solve_rt(R, z, p)
-    return acc[packed_size(q) - 1] - sum_squares(z, p)
+    return acc[n - 1] - sum_squares(z, p)
 
 
 cdef void packed_ridge_coef(const double* acc, const double* ridge,
@@ -431,3 +513,28 @@ def packed_ridge(Z, y, ridge):
         if info == 0:
             packed_ridge_coef(&accv[0], &rv[0], &Rv[0, 0], &bv[0], p, &info)
     return loss, beta, int(info)
+
+
+def packed_loss(acc, ridge):
+    """Ridge loss of packed statistics through the packed kernel.
+
+    ``acc`` is the packed upper triangle of ``[[Z^T Z, Z^T y], [y^T Z,
+    y^T y]]`` (row-major, see ``packed_add_outer``) and ``ridge`` the
+    diagonal of Lambda.  Returns ``(loss, info)``; ``info`` is the 1-based
+    index of the first non-positive pivot, or 0.
+    """
+    acc = np.ascontiguousarray(acc, dtype=np.float64)
+    ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    if acc.ndim != 1 or ridge.ndim != 1 or ridge.shape[0] < 1:
+        raise ValueError("acc and ridge must be 1-d, ridge non-empty")
+    cdef Py_ssize_t p = ridge.shape[0]
+    if acc.shape[0] != packed_size(p + 1):
+        raise ValueError(f"acc must have (p + 1)(p + 2) / 2 = {packed_size(p + 1)} "
+                         f"entries for p = {p}, got {acc.shape[0]}")
+    cdef double[::1] accv = acc, rv = ridge
+    cdef double[::1] R = np.empty(p * p), z = np.empty(p)
+    cdef int info = 0
+    cdef double loss
+    with nogil:
+        loss = packed_ridge_loss(&accv[0], &rv[0], &R[0], &z[0], p, &info)
+    return loss, int(info)

@@ -39,6 +39,7 @@ import pytest
 from clarytree._linalg import (
     CholeskyState,
     cholesky_factor,
+    packed_loss,
     packed_ridge,
     solve_triangular_rt,
 )
@@ -535,6 +536,64 @@ def test_packed_ridge_matches_reference(case, n_rows):
     lam = lambda_min_lower(A, ridge)
     tol_beta = C_COEF * dM * (1.0 + np.linalg.norm(beta_ref)) / lam
     assert np.linalg.norm(beta - beta_ref) <= tol_beta
+
+
+def pack_upper(M):
+    """Row-major packed upper triangle of a square matrix."""
+    return np.concatenate([M[i, i:] for i in range(M.shape[0])])
+
+
+@PROPERTY
+@given(case=designs(), n_rows=st.integers(0, 60))
+def test_packed_loss_is_bitwise_the_unpacked_route(case, n_rows):
+    """The packed elimination does exactly the unpacked route's arithmetic.
+
+    The unpacked route factors ``A + Lambda`` (``cholesky_factor``), solves
+    ``R^T z = b`` and subtracts the sequentially summed ``||z||^2``; the
+    packed kernel must give the same bits (and the same failure index), for
+    small ``p`` (unpacked fallback) and large ``p`` (packed elimination).
+    """
+    design, rng = case
+    ridge = design.ridge
+    Z, y = design.rows(rng, n_rows)
+    Wz = np.column_stack([Z, y])
+    acc = pack_upper(Wz.T @ Wz)
+    p = design.p
+    loss, info = packed_loss(acc, ridge)
+    A = Wz.T @ Wz
+    system = A[:p, :p] + np.diag(ridge)
+    R, info_ref = cholesky_factor(system)
+    assert info == info_ref
+    if info != 0:
+        assert_cholesky_failure_legitimate(system)
+        return
+    z = solve_triangular_rt(R, A[:p, p])
+    total = 0.0
+    for v in z:
+        total += v * v
+    assert loss == A[p, p] - total
+    beta_ref, loss_ref = reference_ridge(Z, y, ridge)
+    scale = augmented_trace(Z, y, ridge)
+    dM = (p + 1) * U * max(n_rows, 1) * scale
+    assert abs(loss - loss_ref) <= C_LOSS * dM * (1.0 + beta_ref @ beta_ref)
+
+
+@pytest.mark.parametrize("p", [1, 3, 4, 7])
+def test_packed_loss_reports_the_failing_pivot(p):
+    """A non-positive pivot gives its 1-based index, as ``cholesky_factor``."""
+    M = np.eye(p + 1)
+    bad = p - 1
+    M[bad, bad] = -1.0
+    loss, info = packed_loss(pack_upper(M), np.full(p, 1e-300))
+    assert info == bad + 1
+    assert loss == 0.0
+
+
+def test_packed_loss_rejects_inconsistent_shapes():
+    with pytest.raises(ValueError, match="entries"):
+        packed_loss(np.zeros(5), np.ones(2))
+    with pytest.raises(ValueError, match="1-d"):
+        packed_loss(np.zeros((3, 2)), np.ones(1))
 
 
 @PROPERTY
