@@ -7,21 +7,14 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._builder import BuildContext, GreedyBuilder, LookaheadBuilder
 from ._criterion import ConstantCriterion, RidgeCriterion
+from ._preparation import Preparation
 from ._sklearn_compat import Interval, StrOptions, fit_context, validate_params
 from ._splitter import SearchRoute, Splitter
-from ._thresholds import bin_features, threshold_pool
-from ._tree import TREE_LEAF, TREE_UNDEFINED, Tree
-
-# Ridge entry of the unpenalized intercept: keeps the Gram matrix of an empty
-# or one-row node positive definite without biasing the intercept.
-INTERCEPT_RIDGE = 1e-12
-# Standard deviations below this fraction of a column's magnitude are treated
-# as 1 (numerically constant columns).
-STD_FLOOR = 1e-12
+from ._tree import TREE_LEAF
 
 _SEMANTICS = """
     The fitted tree minimizes (approximately; exactly for
@@ -42,12 +35,37 @@ _SEMANTICS = """
     per-sample ridge strength on standardized features.  Leaf coefficients
     are reported in original units.
 
-    Feature roles: with ``regression_features="auto"`` a column whose values
-    are all exactly 0 or 1 is split-only (its threshold is 0.5) and never
-    enters a leaf regression; every other column is used both for splitting
-    and in every leaf regression.
+    Feature roles: categorical columns (see ``categorical_features``) are
+    split-only.  With ``regression_features="auto"`` a numeric column whose
+    values are all exactly 0 or 1 (or missing) is split-only too (its
+    threshold is 0.5) and never enters a leaf regression; every other column
+    is used both for splitting and in every leaf regression.
 
-    Thresholds: one pool per feature, computed once from all training rows.
+    Categorical features: the levels of a column are learned from the
+    training rows and kept in ``categories_`` (a pandas ``category``
+    column's own order, otherwise sorted; at most 256).  A split sends a set
+    of levels left.  The candidate sets of a feature are the prefixes of its
+    levels ordered by their mean training target (the optimal sets for
+    constant leaves at the root, Fisher 1958), so ``K`` levels give at most
+    ``K - 1`` candidates, scored like thresholds.  With
+    ``min_category_weight=m`` the levels whose training weight is below
+    ``m``, and the levels beyond the 255 heaviest, are merged into one level
+    ``"<other>"`` (its members in ``merged_categories_``); with None more
+    than 256 levels are an error.
+
+    Missing values: NaN in ``X`` (never in ``y``) is allowed.  Every
+    threshold (and level set) is tried with the rows whose split feature is
+    missing on the left and on the right, and the better is kept; "missing
+    versus present" is a candidate too (threshold ``-inf`` with missing
+    values left, or ``+inf`` with them right).  At predict time a missing
+    value, and a categorical level unseen in training, follows the learned
+    side; where a split saw no missing values in training they go to the
+    child with more training rows (``tree_.missing_go_left``).  In the leaf
+    regressions a missing feature counts as its training mean (0
+    standardized), in fit and predict alike.
+
+    Thresholds: one pool per feature, computed once from all training rows
+    whose value is present.
     A feature with at most ``n_thresholds + 1`` distinct values gets every
     midpoint between consecutive distinct values; otherwise
     ``numpy.quantile(x, k / (n_thresholds + 1), method="linear")`` for
@@ -67,71 +85,6 @@ _SEMANTICS = """
     (plus its leaf penalty).  Among equally good candidates the first in
     feature order, then threshold order, wins.
 """
-
-
-def _pow2_magnitude(a, axis=None):
-    """Power of two near ``max |a|`` (1 where that is 0): dividing by it is exact."""
-    top = np.max(np.abs(a), axis=axis, initial=0.0)
-    return np.exp2(np.floor(np.log2(np.where(top > 0, top, 1.0))))
-
-
-def _column_moments(X):
-    """Column means and standard deviations (1 for numerically constant columns).
-
-    Computed on the columns divided by a power of two near their magnitude,
-    so huge values do not overflow the squares and tiny ones do not count as
-    constant; for ordinary data the result is bitwise that of ``X.std``.
-    """
-    scale = _pow2_magnitude(X, axis=0)
-    scaled = X / scale
-    std = scaled.std(axis=0)
-    return scaled.mean(axis=0) * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
-
-
-def _target_centre_scale(y):
-    """``(mean(y), s)`` with ``s`` a power of two near ``max |y - mean(y)|``."""
-    magnitude = _pow2_magnitude(y)
-    scaled = y / magnitude
-    centre = scaled.mean()
-    return float(centre * magnitude), float(_pow2_magnitude(scaled - centre) * magnitude)
-
-
-def _validate_regression_features(spec, X_raw, n_features, feature_names):
-    """Indices of the columns that enter the leaf regressions."""
-    if isinstance(spec, str) and spec == "auto":
-        binary = np.all((X_raw == 0.0) | (X_raw == 1.0), axis=0)
-        return np.flatnonzero(~binary)
-    if spec is None:
-        return np.empty(0, dtype=np.intp)
-    spec = np.atleast_1d(np.asarray(spec))
-    if spec.size == 0:
-        return np.empty(0, dtype=np.intp)
-    if spec.dtype.kind in "US" or spec.dtype == object:
-        if feature_names is None:
-            raise ValueError(
-                "regression_features given by name requires X with column names "
-                "(a pandas DataFrame)")
-        lookup = {name: i for i, name in enumerate(feature_names)}
-        unknown = [str(s) for s in spec if s not in lookup]
-        if unknown:
-            raise ValueError(f"regression_features names not in X: {unknown}")
-        idx = np.array([lookup[s] for s in spec], dtype=np.intp)
-    elif spec.dtype == bool:
-        if spec.shape[0] != n_features:
-            raise ValueError(
-                f"boolean regression_features must have {n_features} entries")
-        idx = np.flatnonzero(spec)
-    elif spec.dtype.kind in "iu":
-        idx = spec.astype(np.intp)
-        if np.any((idx < -n_features) | (idx >= n_features)):
-            raise ValueError(
-                f"regression_features indices must lie in [0, {n_features})")
-        idx = np.where(idx < 0, idx + n_features, idx)
-    else:
-        raise TypeError(
-            "regression_features must be 'auto', None, or a list of column "
-            "indices, names or a boolean mask")
-    return np.unique(idx)
 
 
 def _assemble_builder(context, lookahead, max_depth):
@@ -179,57 +132,35 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
             "ridge_alpha must be > 0 for linear leaves (got "
             f"{estimator.ridge_alpha!r}): without it the leaf regressions can be "
             "singular and objectives come out negative")
-    X, y = validate_data(estimator, X, y, dtype=np.float64, y_numeric=True,
-                         order="C")
-    n_samples, n_features = X.shape
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    feature_names = getattr(estimator, "feature_names_in_", None)
-
-    if estimator.leaf_model == "linear":
-        reg = _validate_regression_features(
-            estimator.regression_features, X, n_features, feature_names)
-    else:
-        reg = np.empty(0, dtype=np.intp)
+    prep = estimator._make_preparation()
+    data = prep.fit(estimator, X, y)
+    estimator._preparation = prep
+    reg = prep.regression_features_
     estimator.regression_features_ = reg
+    estimator.is_categorical_ = prep.is_categorical_
+    estimator.categories_ = prep.categories_
+    estimator.merged_categories_ = prep.merged_categories_
+    estimator.missing_features_ = prep.missing_features_
+    estimator.thresholds_ = prep.thresholds_
 
-    mean, std = _column_moments(X[:, reg])
-    # The builder sees (y - y_mean) / y_scale with y_scale a power of two:
-    # every objective is homogeneous of degree 2 in y, so this is exact
-    # and only keeps squares of very large or very small targets finite.
-    y_mean, y_scale = _target_centre_scale(y)
-    y_centred = (y - y_mean) / y_scale
-    tss = float(y_centred @ y_centred)
-
-    p = 1 + reg.shape[0]
-    W = np.empty((n_samples, p + 1))
-    W[:, 0] = 1.0
-    W[:, 1:p] = (X[:, reg] - mean) / std
-    W[:, p] = y_centred
-    ridge = np.full(p, n_samples * float(estimator.ridge_alpha))
-    ridge[0] = INTERCEPT_RIDGE
     if estimator.leaf_model == "linear":
-        criterion = RidgeCriterion(W, ridge)
+        criterion = RidgeCriterion(data.W, data.ridge)
     else:
-        criterion = ConstantCriterion(W, ridge)
-
+        criterion = ConstantCriterion(data.W, data.ridge)
     if estimator.min_samples_leaf == "auto":
         msl = max(1, 5 * reg.shape[0]) if estimator.leaf_model == "linear" else 1
     else:
         msl = int(estimator.min_samples_leaf)
     estimator.min_samples_leaf_ = msl
 
-    estimator.thresholds_ = [
-        threshold_pool(X[:, f], estimator.n_thresholds, estimator.threshold_strategy)
-        for f in range(n_features)
-    ]
-    bins, order, n_bins = bin_features(X, estimator.thresholds_)
     if estimator.max_depth >= 1:
-        _warn_if_unsplittable(estimator, bins, n_bins, msl, reg.shape[0])
-    splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route)
+        _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0])
+    splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion, max_hist_bins,
+                        route)
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)
-    leaf_cost = float(estimator.leaf_penalty) * tss
+    leaf_cost = float(estimator.leaf_penalty) * data.tss
     context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
                            progress, time_limit if lookahead else None)
     builder = _assemble_builder(context, lookahead, estimator.max_depth)
@@ -240,7 +171,7 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
             and builder.lookahead_depth >= 2:
         # A depth-k search cut short refines committed children greedily,
         # which can fall behind the greedy tree: keep whichever is better.
-        bins, order, n_bins = bin_features(X, estimator.thresholds_)
+        bins, order, n_bins = prep.bins(data.X)
         greedy_splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins,
                                    route)
         greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(
@@ -255,18 +186,23 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
         warnings.warn(_time_limit_message(time_limit, report), UserWarning,
                       stacklevel=3)
     estimator.n_candidate_evaluations_ = counters["n_evaluations"]
-    objective *= y_scale * y_scale
-    nodes["node_objective"] = nodes["node_objective"] * (y_scale * y_scale)
-    nodes["coef"] = nodes["coef"] * y_scale
+    unit = prep.y_scale_ * prep.y_scale_
+    objective *= unit
+    nodes["node_objective"] = nodes["node_objective"] * unit
+    nodes["coef"] = nodes["coef"] * prep.y_scale_
+    # Splits in the input's terms (feature, threshold or level set, missing
+    # direction): pruning a subtree leaves the other nodes as they are.
+    nodes = prep.resolve_splits(nodes, data)
     # The builder's output and units, for the leaf-penalty path
     # (clarytree._path), which re-prunes this tree for other penalties
-    # with the builder's arithmetic and maps it back like this fit.
-    estimator._builder_units = (tss, y_scale * y_scale)
+    # with the builder's arithmetic and maps it back like this fit (the
+    # preparation holds the mapping, so _tree_mapping is empty).
+    estimator._builder_units = (data.tss, unit)
     estimator._builder_nodes = nodes
-    estimator._tree_mapping = (reg, mean, std, y_mean, n_features)
+    estimator._tree_mapping = ()
 
     estimator.objective_ = float(objective)
-    estimator.tree_ = estimator._make_tree(nodes, *estimator._tree_mapping, X=X)
+    estimator.tree_ = estimator._make_tree(nodes)
     return estimator, counters
 
 
@@ -310,33 +246,6 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression):
         remedy = "pass X with at least one varying column"
     warnings.warn(f"{type(estimator).__name__} cannot split: {cause}; the tree is a single "
                   f"leaf. To allow splits, {remedy}.", UnsplittableWarning, stacklevel=5)
-
-
-def _split_gaps(tree, X):
-    """Per split, the largest training value going left and the smallest going right.
-
-    Rows are routed by ``tree`` itself, so the gaps follow whatever the tree
-    does with a row; exports print the shortest decimal inside a gap, which
-    routes the training rows exactly like the model's threshold. NaN for
-    leaves and for a side that no finite value reaches.
-    """
-    count = tree.node_count
-    lower, upper = np.full(count, np.nan), np.full(count, np.nan)
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    paths = tree.decision_path(X).tocsc()
-
-    def rows(node):
-        return paths.indices[paths.indptr[node]:paths.indptr[node + 1]]
-
-    for node in np.flatnonzero(tree.children_left != TREE_LEAF):
-        f = tree.feature[node]
-        for side, out, reduce in ((tree.children_left, lower, np.max),
-                                  (tree.children_right, upper, np.min)):
-            x = X[rows(side[node]), f]
-            x = x[np.isfinite(x)]
-            if x.size:
-                out[node] = reduce(x)
-    return lower, upper
 
 
 def _time_limit_message(time_limit, report):
@@ -389,6 +298,8 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
         "regression_features": ["array-like", StrOptions({"auto"}), None],
+        "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
+        "min_category_weight": [Interval(Real, 0, None, closed="left"), None],
         "verbose": ["verbose"],
     }
 
@@ -399,8 +310,15 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         return tags
+
+    def _make_preparation(self):
+        return Preparation(
+            leaf_model=self.leaf_model, regression_features=self.regression_features,
+            categorical_features=self.categorical_features,
+            min_category_weight=self.min_category_weight, n_thresholds=self.n_thresholds,
+            threshold_strategy=self.threshold_strategy, ridge_alpha=self.ridge_alpha)
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -408,9 +326,10 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Numeric features (no NaN or inf).  A pandas DataFrame's column
-            names are kept in ``feature_names_in_``.
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Numeric columns (NaN marks a missing value; inf is an error) and,
+            in a DataFrame, categorical columns (see ``categorical_features``).
+            A DataFrame's column names are kept in ``feature_names_in_``.
         y : array-like of shape (n_samples,)
             Finite numeric target.
 
@@ -441,35 +360,24 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "tree_")
         return np.setdiff1d(np.arange(self.n_features_in_), self.regression_features_)
 
-    def _make_tree(self, nodes, reg, mean, std, y_mean, n_features, X=None):
-        # Map standardized coefficients back to original units:
-        # beta0 + sum_j b_j (x_j - m_j) / s_j = intercept + x @ coef.
-        count = nodes["feature"].shape[0]
-        beta = nodes["coef"]
-        coef = np.zeros((count, n_features))
-        coef[:, reg] = beta[:, 1:] / std
-        intercept = beta[:, 0] + y_mean - coef[:, reg] @ mean
-        internal = nodes["feature"] >= 0
-        threshold = np.full(count, float(TREE_UNDEFINED))
-        for node in np.flatnonzero(internal):
-            threshold[node] = self.thresholds_[nodes["feature"][node]][nodes["bin"][node]]
-        arrays = (nodes["children_left"], nodes["children_right"], nodes["feature"],
-                  threshold, nodes["n_node_samples"], nodes["node_objective"], intercept, coef)
-        if X is None:  # training values unknown: exports print exact thresholds
-            return Tree(n_features, *arrays)
-        gap_lower, gap_upper = _split_gaps(Tree(n_features, *arrays), X)
-        return Tree(n_features, *arrays, gap_lower=gap_lower, gap_upper=gap_upper)
+    def _make_tree(self, nodes, *mapping, X=None):
+        # The preparation maps the builder's resolved nodes back to the
+        # input's units; the training-value gaps are already in ``nodes``.
+        return self._preparation.make_tree(nodes)
 
     def _validate_X_predict(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False, order="C")
+        return self._preparation.transform(self, X)
 
     def predict(self, X):
         """Predict with each row's leaf model.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Encoded as in training: NaN (and a categorical level unseen in
+            training) follows each split's missing-value direction, and a
+            missing regression feature counts as its training mean.
 
         Returns
         -------
@@ -524,6 +432,16 @@ _PARAMS_DOC = """
         Columns used in the leaf regressions (indices, names, or a boolean
         mask); "auto" takes every column that is not all 0/1.  None fits
         intercept-only leaves.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        Categorical columns: "from_dtype" takes the pandas ``category``,
+        ``object``, ``string`` and ``bool`` columns of a DataFrame (none of a
+        numeric array); otherwise column indices, names or a boolean mask,
+        which may also declare numeric codes categorical.  None: no column.
+    min_category_weight : float or None, default=None
+        Merge the levels of a categorical column whose training weight (row
+        count) is below this, and those beyond the 255 heaviest, into one
+        level ``"<other>"``.  None never merges and rejects a column with more
+        than 256 levels.
     verbose : int, default=0
         Print the progress of the root's candidate evaluations.
 
@@ -540,7 +458,16 @@ _PARAMS_DOC = """
     min_samples_leaf_ : int
         The resolved minimum leaf size.
     thresholds_ : list of ndarray
-        The threshold pool of each feature.
+        The threshold pool of each feature (empty for categorical ones).
+    is_categorical_ : ndarray of bool
+        Which input columns are categorical.
+    categories_ : list
+        Per input column None (numeric) or the array of its levels in code
+        order (the codes that ``tree_.categories_left`` refers to).
+    merged_categories_ : list
+        Per input column None or the list of levels merged into ``"<other>"``.
+    missing_features_ : ndarray of int
+        Columns that had missing values in training.
     leaf_ids_ : ndarray of int
         Node ids of the leaves, in preorder.
     leaf_intercepts_ : ndarray of shape (n_leaves,)
@@ -608,7 +535,8 @@ class CLARITreeRegressor(_BaseLinearTree):
     def __init__(self, *, max_depth=4, lookahead_depth=1, time_limit=None,
                  leaf_model="linear", leaf_penalty=1e-3, ridge_alpha=1e-5,
                  n_thresholds=20, threshold_strategy="quantile",
-                 min_samples_leaf="auto", regression_features="auto", verbose=0):
+                 min_samples_leaf="auto", regression_features="auto",
+                 categorical_features="from_dtype", min_category_weight=None, verbose=0):
         self.max_depth = max_depth
         self.lookahead_depth = lookahead_depth
         self.time_limit = time_limit
@@ -619,6 +547,8 @@ class CLARITreeRegressor(_BaseLinearTree):
         self.threshold_strategy = threshold_strategy
         self.min_samples_leaf = min_samples_leaf
         self.regression_features = regression_features
+        self.categorical_features = categorical_features
+        self.min_category_weight = min_category_weight
         self.verbose = verbose
 
     def _effective_lookahead(self):
@@ -648,7 +578,8 @@ class CholeskyTreeRegressor(_BaseLinearTree):
 
     def __init__(self, *, max_depth=4, leaf_model="linear", leaf_penalty=1e-3,
                  ridge_alpha=1e-5, n_thresholds=20, threshold_strategy="quantile",
-                 min_samples_leaf="auto", regression_features="auto", verbose=0):
+                 min_samples_leaf="auto", regression_features="auto",
+                 categorical_features="from_dtype", min_category_weight=None, verbose=0):
         self.max_depth = max_depth
         self.leaf_model = leaf_model
         self.leaf_penalty = leaf_penalty
@@ -657,4 +588,6 @@ class CholeskyTreeRegressor(_BaseLinearTree):
         self.threshold_strategy = threshold_strategy
         self.min_samples_leaf = min_samples_leaf
         self.regression_features = regression_features
+        self.categorical_features = categorical_features
+        self.min_category_weight = min_category_weight
         self.verbose = verbose

@@ -128,7 +128,7 @@ def _read_table(path):
     return frame
 
 
-def _split_target(frame, target, path, numeric_features=True):
+def _split_target(frame, target, path):
     """Return (X DataFrame, y array) with clear errors for bad columns."""
     import pandas as pd
 
@@ -145,27 +145,26 @@ def _split_target(frame, target, path, numeric_features=True):
     X = frame.drop(columns=[target])
     if X.shape[1] == 0:
         raise UsageError(f"{path} has no feature columns besides the target {target!r}")
-    if numeric_features:
-        _check_numeric(X, path)
     return X, y
 
 
-def _check_numeric(X, path):
-    """Every feature column numeric and finite; else one line naming all problems."""
+def _categorical_columns(X, spec, path):
+    """Columns to treat as categorical: text, bool and category columns plus ``spec``.
+
+    ``spec`` is the ``--categorical COL,...`` text (numeric codes declared
+    categorical), or None.
+    """
     import pandas as pd
 
-    problems = []
-    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
-    if text:
-        problems.append(f"non-numeric feature column(s) in {path}: {_list(text)} "
-                        "(encode them as numbers first)")
-    missing = [c for c in X.columns if X[c].isna().any()
-               or (c not in text and not np.all(np.isfinite(X[c].to_numpy(np.float64))))]
-    if missing:
-        problems.append(f"missing or infinite values in feature column(s) of {path}: "
-                        f"{_list(missing)}")
-    if problems:
-        raise UsageError("; ".join(problems))
+    columns = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
+               or pd.api.types.is_bool_dtype(X[c])]
+    if spec:
+        named = [c.strip() for c in spec.split(",") if c.strip()]
+        unknown = [c for c in named if c not in X.columns]
+        if unknown:
+            raise UsageError(f"--categorical: column(s) not in {path}: {_list(unknown)}")
+        columns += [c for c in named if c not in columns]
+    return [c for c in X.columns if c in columns]
 
 
 def _list(items, limit=8):
@@ -330,8 +329,10 @@ def _cmd_fit(args):
         _check_writable(path, option)
     frame = _read_table(args.data)
     X, y = _split_target(frame, args.target, args.data)
+    categorical = _categorical_columns(X, args.categorical, args.data)
     X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state)
     params = {
+        "categorical_features": categorical or None,
         "max_depth": args.max_depth,
         "leaf_model": args.leaf_model,
         "leaf_penalty": args.leaf_penalty,
@@ -481,8 +482,6 @@ def _cmd_predict(args):
         if X.shape[1] != model.n_features_in_:
             raise UsageError(f"{args.data} has {X.shape[1]} columns but the model expects "
                              f"{model.n_features_in_}")
-    if not type(model).__name__.startswith("MBNDT"):
-        _check_numeric(X, args.data)
     pred = model.predict(X)
     import pandas as pd
 
@@ -547,8 +546,9 @@ def build_parser():
     demo.set_defaults(func=_cmd_demo)
 
     fit = sub.add_parser("fit", help="fit a CLARITree on a CSV/Parquet file",
-                         description="Fit a piecewise-linear tree on DATA (CSV or Parquet; "
-                                     "numeric columns), print it and its metrics.")
+                         description="Fit a piecewise-linear tree on DATA (CSV or Parquet), "
+                                     "print it and its metrics. Text and bool columns are "
+                                     "categorical, empty cells are missing values.")
     fit.add_argument("data", metavar="DATA", help="CSV (optionally .gz) or Parquet file")
     fit.add_argument("--target", required=True, metavar="COLUMN", help="target column")
     fit.add_argument("--max-depth", type=_non_negative_int, default=4,
@@ -579,6 +579,9 @@ def build_parser():
                      help="held-out fraction for the test R2 (0 to train on all rows)")
     fit.add_argument("--random-state", type=_non_negative_int, default=0,
                      help="seed of the train/test split")
+    fit.add_argument("--categorical", metavar="COL,...",
+                     help="also treat these (numeric) columns as categorical; text and "
+                          "bool columns always are")
     _add_common_output(fit)
     _add_verbosity(fit)
     fit.set_defaults(func=_cmd_fit)

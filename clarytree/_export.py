@@ -54,6 +54,11 @@ _TREE_ARRAYS = (
     "node_objective",
     "intercept",
     "coef",
+    "missing_go_left",
+    "is_categorical",
+    "categories_left",
+    "weighted_n_node_samples",
+    "fill_value",
 )
 
 
@@ -333,50 +338,175 @@ def _binary_threshold_texts(tree, exact_thresholds=False):
     return texts
 
 
-def _binary_conditions(tree, thresholds):
-    """Per node, the list of (feature, op, threshold, text) tests on its path."""
-    count = tree.node_count
-    paths = [None] * count
-    paths[0] = []
-    for node in range(count):  # preorder: parents come first
-        left = tree.children_left[node]
-        if left < 0:
-            continue
-        test = (int(tree.feature[node]), float(tree.threshold[node]), thresholds[node])
-        paths[left] = paths[node] + [(test[0], "<=", *test[1:])]
-        paths[tree.children_right[node]] = paths[node] + [(test[0], ">", *test[1:])]
-    return paths
+def _level_text(level):
+    return str(level)
 
 
-def _rule_text(conditions, names):
-    """Join path tests, merging repeated tests on one feature into an interval.
+def _level_set(levels):
+    return "{" + ", ".join(_level_text(v) for v in levels) + "}"
 
-    The tightest test (by the model's threshold) on each side is kept, printed
-    as its node prints it: a training row meets it exactly when it meets the
-    model's test, so the merged rule still selects the leaf's training rows.
+
+class _BinaryView:
+    """How the splits of a binary tree read: levels and missing-value directions.
+
+    Numeric splits on a feature that had no missing values in training read
+    as before (``x <= t`` / ``x > t``); on a feature that had some, the branch
+    that missing values take says so (``x <= t or missing``).  Categorical
+    splits name their levels (``color in {red, blue}``); the branch that
+    missing values and levels unseen in training take adds ``or missing``.
     """
-    bounds = {}
-    order = []
-    for f, op, t, text in conditions:
-        if f not in bounds:
-            bounds[f] = [None, None]
-            order.append(f)
-        lo, hi = bounds[f]
-        if op == "<=":
-            if hi is None or t < hi[0]:
-                bounds[f][1] = (t, text)
-        elif lo is None or t > lo[0]:
-            bounds[f][0] = (t, text)
-    parts = []
-    for f in order:
-        lo, hi = bounds[f]
-        if lo is not None and hi is not None:
-            parts.append(f"{lo[1]} < {names[f]} <= {hi[1]}")
-        elif hi is not None:
-            parts.append(f"{names[f]} <= {hi[1]}")
+
+    def __init__(self, estimator):
+        tree = estimator.tree_
+        self.tree = tree
+        n = int(estimator.n_features_in_)
+        self.categories = list(getattr(estimator, "categories_", None) or [None] * n)
+        self.missing = {int(f) for f in getattr(estimator, "missing_features_", [])}
+        self.is_categorical = np.asarray(tree.is_categorical, dtype=bool)
+        self.missing_left = np.asarray(tree.missing_go_left, dtype=bool)
+        # Levels of each categorical feature that the tests above a node let
+        # through: a split names only those (the others cannot reach it).
+        self.reachable = [None] * tree.node_count
+        self.reachable[0] = {}
+        for node in range(tree.node_count):  # preorder: parents come first
+            left = tree.children_left[node]
+            if left < 0:
+                continue
+            here = self.reachable[node]
+            below = [dict(here), dict(here)]
+            if self.is_categorical[node]:
+                f = int(tree.feature[node])
+                for side, codes in zip(below, self._split_levels(node), strict=True):
+                    side[f] = codes
+            self.reachable[left], self.reachable[tree.children_right[node]] = below
+
+    def _split_levels(self, node):
+        from ._tree import bitset_codes
+
+        f = int(self.tree.feature[node])
+        k = len(self.categories[f])
+        left = bitset_codes(self.tree.categories_left[node])
+        left = left[left < k]
+        right = np.setdiff1d(np.arange(k), left)
+        allowed = self.reachable[node].get(f)
+        if allowed is not None:
+            left, right = np.intersect1d(left, allowed), np.intersect1d(right, allowed)
+        return left, right
+
+    def left_levels(self, node):
+        """Codes going left at a categorical node and codes going right, among
+        the levels that can reach the node."""
+        return self._split_levels(node)
+
+    def shows_missing(self, node):
+        f = int(self.tree.feature[node])
+        return bool(self.is_categorical[node]) or f in self.missing
+
+    def edge_labels(self, node, name, text):
+        """The two branch conditions; ``name=None`` leaves the feature out.
+
+        ``text`` is how the node's threshold prints.
+        """
+        tree = self.tree
+        f = int(tree.feature[node])
+        prefix = "" if name is None else f"{name} "
+        subject = name if name is not None else "value"
+        go_left = self.missing_left[node]
+        missing = self.shows_missing(node)
+        if self.is_categorical[node]:
+            levels = self.categories[f]
+            left, right = self.left_levels(node)
+            parts = [f"{prefix}in {_level_set(levels[c] for c in left)}" if left.size else "",
+                     f"{prefix}in {_level_set(levels[c] for c in right)}" if right.size else ""]
         else:
-            parts.append(f"{names[f]} > {lo[1]}")
-    return " and ".join(parts) if parts else "(all rows)"
+            t = float(tree.threshold[node])
+            parts = ["" if t == -np.inf else
+                     (f"{subject} is not missing" if t == np.inf else f"{prefix}<= {text}"),
+                     "" if t == np.inf else
+                     (f"{subject} is not missing" if t == -np.inf else f"{prefix}> {text}")]
+        side = 0 if go_left else 1
+        if missing or not parts[side]:
+            parts[side] = f"{parts[side]} or missing" if parts[side] else f"{subject} is missing"
+        return parts
+
+    def conditions(self):
+        """Per node, the tests on its path: ``(feature, node, went_left)``."""
+        tree = self.tree
+        paths = [None] * tree.node_count
+        paths[0] = []
+        for node in range(tree.node_count):  # preorder: parents come first
+            left = tree.children_left[node]
+            if left < 0:
+                continue
+            f = int(tree.feature[node])
+            paths[left] = paths[node] + [(f, node, True)]
+            paths[tree.children_right[node]] = paths[node] + [(f, node, False)]
+        return paths
+
+    def rule(self, conditions, names, thresholds):
+        """Join path tests, merging the tests on one feature into one clause.
+
+        The tightest numeric test on each side is kept, printed as its node
+        prints it (``thresholds``): a training row meets it exactly when it
+        meets the model's test, so the merged rule selects the leaf's rows.
+        """
+        tree = self.tree
+        state, order = {}, []
+        for f, node, went_left in conditions:
+            if f not in state:
+                order.append(f)
+                if self.is_categorical[node]:
+                    state[f] = {"levels": set(range(len(self.categories[f]))), "missing": True}
+                else:
+                    state[f] = {"lo": -np.inf, "hi": np.inf, "missing": True,
+                                "lo_text": None, "hi_text": None}
+            st = state[f]
+            st["missing"] &= bool(self.missing_left[node]) == went_left
+            if self.is_categorical[node]:
+                left, right = self.left_levels(node)
+                st["levels"] &= set((left if went_left else right).tolist())
+            else:
+                t = float(tree.threshold[node])
+                if went_left and t < st["hi"]:
+                    st["hi"], st["hi_text"] = t, thresholds[node]
+                elif not went_left and t > st["lo"]:
+                    st["lo"], st["lo_text"] = t, thresholds[node]
+            st["shown"] = st.get("shown", False) or self.shows_missing(node)
+        parts = [self._clause(names[f], f, state[f]) for f in order]
+        parts = [p for p in parts if p]
+        return " and ".join(parts) if parts else "(all rows)"
+
+    def _clause(self, name, f, st):
+        # ``present`` is None when no present value passes, "" when all do.
+        if "levels" in st:
+            levels = sorted(st["levels"])
+            if not levels:
+                present = None
+            elif len(levels) == len(self.categories[f]):
+                present = ""
+            else:
+                present = f"{name} in {_level_set(self.categories[f][c] for c in levels)}"
+        else:
+            lo, hi = st["lo"], st["hi"]
+            if lo >= hi or hi == -np.inf or lo == np.inf:
+                present = None
+            elif lo > -np.inf and hi < np.inf:
+                present = f"{st['lo_text']} < {name} <= {st['hi_text']}"
+            elif hi < np.inf:
+                present = f"{name} <= {st['hi_text']}"
+            elif lo > -np.inf:
+                present = f"{name} > {st['lo_text']}"
+            else:
+                present = ""
+        if not st["shown"]:
+            return present or ""
+        if st["missing"]:
+            if present is None:
+                return f"{name} is missing"
+            return f"({present} or {name} is missing)" if present else ""
+        if present is None:
+            return f"{name} is missing and not missing"     # reaches no row
+        return present or f"{name} is not missing"
 
 
 class _BinaryFamily(TreeFamily):
@@ -388,6 +518,7 @@ class _BinaryFamily(TreeFamily):
              exact_thresholds=False):
         tree = estimator.tree_
         thresholds = _binary_threshold_texts(tree, exact_thresholds)
+        view = _BinaryView(estimator)
         children, edges, texts = [], [], []
         for node in range(tree.node_count):
             left, right = int(tree.children_left[node]), int(tree.children_right[node])
@@ -398,21 +529,23 @@ class _BinaryFamily(TreeFamily):
                                max_terms)
                 texts.append(f"leaf {node}{sep}{eq}")
             else:
-                f, t = int(tree.feature[node]), thresholds[node]
-                prefix = "" if short_edges else f"{names[f]} "
+                f = int(tree.feature[node])
                 children.append([left, right])
-                edges.append([f"{prefix}<= {t}", f"{prefix}> {t}"])
+                edges.append(view.edge_labels(node, None if short_edges else names[f],
+                                              thresholds[node]))
                 texts.append(names[f])
         return children, edges, texts
 
     def leaf_rows(self, estimator, names, digits, exact_thresholds=False):
         tree = estimator.tree_
-        conditions = _binary_conditions(tree, _binary_threshold_texts(tree, exact_thresholds))
+        thresholds = _binary_threshold_texts(tree, exact_thresholds)
+        view = _BinaryView(estimator)
+        conditions = view.conditions()
         records = []
         for leaf in np.flatnonzero(np.asarray(tree.children_left) < 0):
             row = {
                 "leaf": int(leaf),
-                "rule": _rule_text(conditions[leaf], names),
+                "rule": view.rule(conditions[leaf], names, thresholds),
                 "n_samples": int(tree.n_node_samples[leaf]),
                 "intercept": _rounded(tree.intercept[leaf], digits),
             }
@@ -432,18 +565,34 @@ class _BinaryFamily(TreeFamily):
         for name in ("gap_lower", "gap_upper"):
             data["tree"][name] = [None if np.isnan(v) else float(v)
                                   for v in np.asarray(getattr(tree, name))]
+        prep = getattr(estimator, "_preparation", None)
+        if prep is not None:
+            data["preparation"] = prep.predict_state()
         if hasattr(estimator, "min_samples_leaf_"):
             data["min_samples_leaf"] = int(estimator.min_samples_leaf_)
         return data
 
     def restore(self, estimator, data):
-        from ._tree import Tree
+        from ._preparation import Preparation
+        from ._tree import CATEGORY_WORDS, Tree
 
         n_features = int(data["n_features_in"])
         arrays = dict(data["tree"])
         arrays["n_features"] = n_features
         arrays["coef"] = np.asarray(arrays["coef"], dtype=np.float64).reshape(-1, n_features)
+        if arrays.get("categories_left") is not None:
+            arrays["categories_left"] = np.asarray(
+                arrays["categories_left"], dtype=np.uint32).reshape(-1, CATEGORY_WORDS)
         estimator.tree_ = Tree.from_arrays(arrays)
+        # Files written before categorical and missing-value support: numeric.
+        state = data.get("preparation") or {"is_categorical": [False] * n_features,
+                                            "categories": [None] * n_features}
+        prep = Preparation.from_predict_state(state)
+        estimator._preparation = prep
+        estimator.is_categorical_ = prep.is_categorical_
+        estimator.categories_ = prep.categories_
+        estimator.merged_categories_ = prep.merged_categories_
+        estimator.missing_features_ = prep.missing_features_
         estimator.objective_ = float(data["objective"])
         estimator.regression_features_ = np.asarray(data["regression_features"], dtype=np.intp)
         if "min_samples_leaf" in data:

@@ -51,6 +51,12 @@ _SPLIT_FIELDS = {
     "children_right": TREE_LEAF,
     "feature": TREE_UNDEFINED,
     "bin": TREE_UNDEFINED,
+    "threshold": TREE_UNDEFINED,
+    "missing_go_left": 0,
+    "is_categorical": 0,
+    "categories_left": 0,
+    "gap_lower": np.nan,
+    "gap_upper": np.nan,
 }
 
 
@@ -253,7 +259,7 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
 
 
 # What the path reads off a fitted tree besides its public attributes.
-_PRIVATE_FIT_STATE = ("_builder_units", "_builder_nodes", "_tree_mapping")
+_PRIVATE_FIT_STATE = ("_builder_units", "_builder_nodes", "_tree_mapping", "_preparation")
 
 
 def _take(X, rows):
@@ -344,8 +350,10 @@ class _CVMixin:
         if self.leaf_model == "linear" and min(alphas) <= 0:
             raise ValueError("ridge_alphas must be > 0 for linear leaves "
                              f"(got {alphas})")
-        X_checked, y_checked = validate_data(self, X, y, dtype=np.float64,
-                                             y_numeric=True, order="C")
+        # Values are checked by the inner fits' preparation (categorical
+        # columns, missing values); here only shapes, names and y.
+        X_checked, y_checked = validate_data(self, X, y, dtype=None, ensure_all_finite=False,
+                                             y_numeric=True)
         y_checked = np.ascontiguousarray(y_checked, dtype=np.float64)
         # Inner fits see the caller's DataFrame (column names select
         # regression features) or the validated array.
@@ -548,7 +556,8 @@ class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
                  ridge_alphas=PAPER_RIDGE_ALPHAS, cv=None, scoring=None, n_jobs=None,
                  refit=True, verbose=0, max_depth=4, lookahead_depth=1,
                  leaf_model="linear", n_thresholds=20, threshold_strategy="quantile",
-                 min_samples_leaf="auto", regression_features="auto"):
+                 min_samples_leaf="auto", regression_features="auto",
+                 categorical_features="from_dtype", min_category_weight=None):
         self.leaf_penalties = leaf_penalties
         self.ridge_alphas = ridge_alphas
         self.cv = cv
@@ -563,6 +572,8 @@ class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
         self.threshold_strategy = threshold_strategy
         self.min_samples_leaf = min_samples_leaf
         self.regression_features = regression_features
+        self.categorical_features = categorical_features
+        self.min_category_weight = min_category_weight
 
     def _effective_lookahead(self):
         return int(self.lookahead_depth)
@@ -582,7 +593,8 @@ class CholeskyTreeRegressorCV(_CVMixin, _BaseLinearTree):
                  ridge_alphas=PAPER_RIDGE_ALPHAS, cv=None, scoring=None, n_jobs=None,
                  refit=True, verbose=0, max_depth=4, leaf_model="linear",
                  n_thresholds=20, threshold_strategy="quantile", min_samples_leaf="auto",
-                 regression_features="auto"):
+                 regression_features="auto", categorical_features="from_dtype",
+                 min_category_weight=None):
         self.leaf_penalties = leaf_penalties
         self.ridge_alphas = ridge_alphas
         self.cv = cv
@@ -596,6 +608,8 @@ class CholeskyTreeRegressorCV(_CVMixin, _BaseLinearTree):
         self.threshold_strategy = threshold_strategy
         self.min_samples_leaf = min_samples_leaf
         self.regression_features = regression_features
+        self.categorical_features = categorical_features
+        self.min_category_weight = min_category_weight
 
 
 def plot_cv_path(estimator, ax=None):

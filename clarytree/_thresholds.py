@@ -3,13 +3,58 @@
 import numpy as np
 
 
-def threshold_pool(x, n_thresholds, strategy="quantile"):
+def repeated_quantile(values, weights, levels):
+    """``numpy.quantile(np.repeat(values, weights), levels, method="linear")``.
+
+    Computed without materializing the repetition, with numpy's own index and
+    interpolation arithmetic, so that for integer weights the result is
+    bitwise that of the repeated data.  Non-integer weights generalize it: a
+    row of weight ``w`` occupies a stretch of length ``w`` of the sorted
+    sample, whose total length is ``sum(weights)``.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+        Sorted ascending.
+    weights : ndarray of shape (n,)
+        Positive weights of ``values``.
+    levels : ndarray of float
+        Quantile levels in [0, 1].
+
+    Returns
+    -------
+    quantiles : ndarray of float64, same shape as ``levels``
+    """
+    cum = np.cumsum(weights)
+    total = cum[-1]
+    virtual = (total - 1) * levels
+    previous = np.floor(virtual)
+    above = virtual >= total - 1
+    below = virtual < 0
+    gamma = virtual - previous
+    # Position k of the repeated sample holds the first value whose
+    # cumulative weight exceeds k.
+    last = values.shape[0] - 1
+    lo = np.minimum(np.searchsorted(cum, previous, side="right"), last)
+    hi = np.minimum(np.searchsorted(cum, previous + 1, side="right"), last)
+    lo = np.where(above, last, np.where(below, 0, lo))
+    hi = np.where(above, last, np.where(below, 0, hi))
+    a, b = values[lo], values[hi]
+    diff = b - a
+    out = a + diff * gamma
+    upper = gamma >= 0.5
+    out[upper] = (b - diff * (1 - gamma))[upper]
+    return out
+
+
+def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
     """Candidate thresholds of one feature, sorted and unique.
 
     Parameters
     ----------
     x : ndarray of shape (n_samples,)
-        The feature's training values.
+        The feature's training values (no NaN: missing rows are left out by
+        the caller).
     n_thresholds : int or None
         ``T``; None enumerates every midpoint between consecutive distinct
         values.
@@ -18,12 +63,19 @@ def threshold_pool(x, n_thresholds, strategy="quantile"):
         ``k / (T + 1)``, k = 1..T (linear interpolation, de-duplicated), or
         the centres of ``T`` equal-width bins over ``[min, max]``.  With at
         most ``T + 1`` distinct values both use all midpoints.
+    sample_weight : ndarray of shape (n_samples,), optional
+        Positive row weights.  The quantiles are those of the data in which
+        every row is repeated as often as its weight says (for integer
+        weights bitwise equal to ``numpy.quantile`` of the repeated data).
 
     Returns
     -------
     thresholds : ndarray of float64
     """
-    values = np.unique(x)
+    if sample_weight is None:
+        values = np.unique(x)
+    else:
+        values, inverse = np.unique(x, return_inverse=True)
     if values.shape[0] < 2:
         return np.empty(0, dtype=np.float64)
     if n_thresholds is None or values.shape[0] <= n_thresholds + 1:
@@ -33,7 +85,11 @@ def threshold_pool(x, n_thresholds, strategy="quantile"):
         return np.unique(np.where(mid < values[1:], mid, values[:-1]))
     if strategy == "quantile":
         levels = np.arange(1, n_thresholds + 1) / (n_thresholds + 1)
-        return np.unique(np.quantile(x, levels, method="linear"))
+        if sample_weight is None:
+            return np.unique(np.quantile(x, levels, method="linear"))
+        weights = np.bincount(inverse.ravel(), weights=sample_weight,
+                              minlength=values.shape[0])
+        return np.unique(repeated_quantile(values, weights, levels))
     lo, hi = values[0], values[-1]
     step = (hi - lo) / n_thresholds
     edges = lo + step * np.arange(n_thresholds + 1)

@@ -20,6 +20,12 @@ cdef class Tree:
     cdef readonly object coef               # float64 (node_count, n_features)
     cdef readonly object gap_lower          # float64, largest training value going left
     cdef readonly object gap_upper          # float64, smallest training value going right
+    cdef readonly object missing_go_left    # uint8, 1 where NaN goes left (0 for leaves)
+    cdef readonly object is_categorical     # uint8, 1 for a split on level codes
+    cdef readonly object categories_left    # uint32 (node_count, 8): bit c <=> code c left
+    cdef readonly object weighted_n_node_samples  # float64, training weight per node
+    # float64 (n_features,): value of a missing x in the leaf equations (training mean)
+    cdef readonly object fill_value
 
     cdef const Py_ssize_t[::1] _left
     cdef const Py_ssize_t[::1] _right
@@ -27,5 +33,10 @@ cdef class Tree:
     cdef const double[::1] _threshold
     cdef const double[::1] _intercept
     cdef const double[:, ::1] _coef
+    cdef const unsigned char[::1] _missing_left
+    cdef const unsigned char[::1] _is_categorical
+    cdef const unsigned int[:, ::1] _categories_left
+    cdef const double[::1] _fill
 
+    cdef bint _goes_left(self, Py_ssize_t node, double x) noexcept nogil
     cdef void _apply(self, const double[:, ::1] X, Py_ssize_t[::1] out) noexcept nogil

@@ -3,6 +3,9 @@
 import numpy as np
 from scipy import sparse
 
+from libc.math cimport floor, isnan
+
+cdef double _N_CODES = 256.0
 
 _ARRAYS = ("children_left", "children_right", "feature", "threshold",
            "n_node_samples", "node_objective", "intercept", "coef")
@@ -14,6 +17,32 @@ _OPTIONAL_ARRAYS = ("gap_lower", "gap_upper")
 def _rebuild(arrays):
     """Unpickle a :class:`Tree` (any set of optional arrays)."""
     return Tree.from_arrays(arrays)
+
+
+# Arrays added after the first format; keyword-only, with defaults that
+# describe a tree of numeric splits fitted without missing values or weights.
+_TABLE_ARRAYS = ("missing_go_left", "is_categorical", "categories_left",
+                 "weighted_n_node_samples", "fill_value")
+# Categorical splits send a set of level codes left, as a 256-bit set.
+MAX_CATEGORIES = 256
+CATEGORY_WORDS = MAX_CATEGORIES // 32
+
+
+def categories_bitset(codes):
+    """The ``categories_left`` row (8 uint32 words) of a set of level codes."""
+    words = np.zeros(CATEGORY_WORDS, dtype=np.uint32)
+    for c in np.asarray(codes, dtype=np.intp).ravel():
+        if not 0 <= c < MAX_CATEGORIES:
+            raise ValueError(f"level codes must lie in [0, {MAX_CATEGORIES}), got {c}")
+        words[c >> 5] |= np.uint32(1 << (c & 31))
+    return words
+
+
+def bitset_codes(words):
+    """Level codes whose bit is set in a ``categories_left`` row."""
+    words = np.asarray(words, dtype=np.uint32)
+    bits = (words[:, None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)
+    return np.flatnonzero(bits.ravel())
 
 
 cdef class Tree:
@@ -36,18 +65,45 @@ cdef class Tree:
     intercept : ndarray of shape (node_count,), float64
     coef : ndarray of shape (node_count, n_features), float64
         Each node's own leaf model in original units: the prediction of a row
-        reaching leaf ``l`` is ``intercept[l] + x @ coef[l]``.
+        reaching leaf ``l`` is ``intercept[l] + x @ coef[l]``, where a missing
+        (NaN) ``x[j]`` counts as ``fill_value[j]``.
     gap_lower, gap_upper : ndarray of shape (node_count,), float64, optional
         At a split, the largest training value of the split feature that went
         left and the smallest that went right: any threshold in
         ``[gap_lower, gap_upper)`` routes the node's training rows like
         ``threshold``. Exports print a short decimal from this gap. NaN for
         leaves and where unknown (the default).
+    missing_go_left : ndarray of shape (node_count,), uint8, optional
+        1 where a row whose split feature is NaN goes left (0 for leaves).
+        Default: 0 everywhere.
+    is_categorical : ndarray of shape (node_count,), uint8, optional
+        1 for a split on a categorical feature: the column holds level codes
+        0..K-1 (as floats), code ``c`` goes left when bit ``c`` of
+        ``categories_left[node]`` is set, and NaN (missing, or a level unseen
+        in training) follows ``missing_go_left``; ``threshold`` is unused
+        (``TREE_UNDEFINED``).  Default: 0 everywhere.
+    categories_left : ndarray of shape (node_count, 8), uint32, optional
+        The left level set of each categorical split, a 256-bit set (bit
+        ``c & 31`` of word ``c >> 5``).  Default: empty sets.
+    weighted_n_node_samples : ndarray of shape (node_count,), float64, optional
+        Training weight reaching each node.  Default: ``n_node_samples``.
+    fill_value : ndarray of shape (n_features,), float64, optional
+        Value of a missing feature in the leaf equations (its weighted
+        training mean, so it adds nothing to a standardized leaf model).
+        Default: zeros.
+
+    Notes
+    -----
+    A numeric split may have threshold ``-inf`` (missing values left, every
+    present value right) or ``+inf`` (every present value left, missing
+    values right): the "missing versus present" splits.
     """
 
     def __init__(self, Py_ssize_t n_features, children_left, children_right,
                  feature, threshold, n_node_samples, node_objective,
-                 intercept, coef, *, gap_lower=None, gap_upper=None):
+                 intercept, coef, *, gap_lower=None, gap_upper=None,
+                 missing_go_left=None, is_categorical=None, categories_left=None,
+                 weighted_n_node_samples=None, fill_value=None):
         self.n_features = n_features
         self.children_left = np.ascontiguousarray(children_left, dtype=np.intp)
         self.node_count = self.children_left.shape[0]
@@ -61,8 +117,21 @@ cdef class Tree:
             self.node_count, n_features)
         self.gap_lower = self._optional(gap_lower)
         self.gap_upper = self._optional(gap_upper)
+        count = self.node_count
+        self.missing_go_left = np.ascontiguousarray(
+            np.zeros(count) if missing_go_left is None else missing_go_left, dtype=np.uint8)
+        self.is_categorical = np.ascontiguousarray(
+            np.zeros(count) if is_categorical is None else is_categorical, dtype=np.uint8)
+        self.categories_left = np.ascontiguousarray(
+            np.zeros((count, CATEGORY_WORDS)) if categories_left is None
+            else categories_left, dtype=np.uint32).reshape(count, CATEGORY_WORDS)
+        self.weighted_n_node_samples = np.ascontiguousarray(
+            self.n_node_samples if weighted_n_node_samples is None
+            else weighted_n_node_samples, dtype=np.float64)
+        self.fill_value = np.ascontiguousarray(
+            np.zeros(n_features) if fill_value is None else fill_value, dtype=np.float64)
         self._validate()
-        for name in _ARRAYS + _OPTIONAL_ARRAYS:
+        for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS:
             getattr(self, name).setflags(write=False)
         self._left = self.children_left
         self._right = self.children_right
@@ -70,6 +139,10 @@ cdef class Tree:
         self._threshold = self.threshold
         self._intercept = self.intercept
         self._coef = self.coef
+        self._missing_left = self.missing_go_left
+        self._is_categorical = self.is_categorical
+        self._categories_left = self.categories_left
+        self._fill = self.fill_value
 
     def _optional(self, values):
         if values is None:
@@ -81,9 +154,11 @@ cdef class Tree:
         count = self.node_count
         if count < 1:
             raise ValueError("a tree needs at least one node")
-        for name in _ARRAYS + _OPTIONAL_ARRAYS:
+        for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS[:-1]:
             if getattr(self, name).shape[0] != count:
                 raise ValueError(f"{name} must have {count} entries")
+        if self.fill_value.shape != (self.n_features,):
+            raise ValueError(f"fill_value must have {self.n_features} entries")
         left, right = self.children_left, self.children_right
         internal = left != TREE_LEAF
         if np.any((right != TREE_LEAF) != internal):
@@ -95,15 +170,26 @@ cdef class Tree:
         feat = self.feature[internal]
         if np.any((feat < 0) | (feat >= self.n_features)):
             raise ValueError("split features must index the input columns")
-        if not np.all(np.isfinite(self.threshold[internal])):
-            raise ValueError("split thresholds must be finite")
+        numeric = internal & (self.is_categorical == 0)
+        thr = self.threshold[numeric]
+        go_left = self.missing_go_left[numeric]
+        # +-inf only as the "missing versus present" splits.
+        if not np.all(np.isfinite(thr) | ((thr == -np.inf) & (go_left == 1))
+                      | ((thr == np.inf) & (go_left == 0))):
+            raise ValueError("split thresholds must be finite (or -inf with missing "
+                             "values left, +inf with missing values right)")
+        if np.any(self.missing_go_left[~internal] != 0):
+            raise ValueError("missing_go_left must be 0 for leaves")
+        if np.any((self.is_categorical != 0) & ~internal):
+            raise ValueError("is_categorical must be 0 for leaves")
 
     def __reduce__(self):
         return (_rebuild, (self.to_arrays(),))
 
     def to_arrays(self):
         """Dict of the node arrays (copies) and ``n_features``."""
-        out = {name: np.array(getattr(self, name)) for name in _ARRAYS + _OPTIONAL_ARRAYS}
+        out = {name: np.array(getattr(self, name))
+               for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS}
         out["n_features"] = self.n_features
         return out
 
@@ -111,10 +197,12 @@ cdef class Tree:
     def from_arrays(cls, arrays):
         """Rebuild a tree from :meth:`to_arrays` output (lists are accepted).
 
-        Optional arrays that ``arrays`` lacks get their defaults.
+        Optional arrays that ``arrays`` lacks (older files) get their defaults.
         """
         optional = {name: arrays[name] for name in _OPTIONAL_ARRAYS
                     if arrays.get(name) is not None}
+        optional.update({name: np.asarray(arrays[name]) for name in _TABLE_ARRAYS
+                         if arrays.get(name) is not None})
         return cls(int(arrays["n_features"]),
                    *(np.asarray(arrays[name]) for name in _ARRAYS), **optional)
 
@@ -138,12 +226,24 @@ cdef class Tree:
                 f"X must have shape (n_samples, {self.n_features}), got {X.shape}")
         return X
 
+    cdef bint _goes_left(self, Py_ssize_t node, double x) noexcept nogil:
+        cdef int code
+        if isnan(x):
+            return self._missing_left[node]
+        if self._is_categorical[node]:
+            # A code outside the learned levels counts as unseen (missing).
+            if not (x >= 0.0 and x < _N_CODES and x == floor(x)):
+                return self._missing_left[node]
+            code = <int>x
+            return (self._categories_left[node, code >> 5] >> (code & 31)) & 1
+        return x <= self._threshold[node]
+
     cdef void _apply(self, const double[:, ::1] X, Py_ssize_t[::1] out) noexcept nogil:
         cdef Py_ssize_t i, node
         for i in range(X.shape[0]):
             node = 0
             while self._left[node] != TREE_LEAF:
-                if X[i, self._feature[node]] <= self._threshold[node]:
+                if self._goes_left(node, X[i, self._feature[node]]):
                     node = self._left[node]
                 else:
                     node = self._right[node]
@@ -160,21 +260,24 @@ cdef class Tree:
         return out
 
     def predict(self, X):
-        """``intercept[leaf] + x @ coef[leaf]`` for each row."""
+        """``intercept[leaf] + x @ coef[leaf]`` for each row (NaN as ``fill_value``)."""
         X = self._check_input(X)
         cdef const double[:, ::1] Xv = X
         cdef Py_ssize_t[::1] leaves = np.empty(X.shape[0], dtype=np.intp)
         out = np.empty(X.shape[0], dtype=np.float64)
         cdef double[::1] outv = out
         cdef Py_ssize_t i, j, leaf, nf = self.n_features
-        cdef double acc
+        cdef double acc, x
         with nogil:
             self._apply(Xv, leaves)
             for i in range(Xv.shape[0]):
                 leaf = leaves[i]
                 acc = self._intercept[leaf]
                 for j in range(nf):
-                    acc = acc + Xv[i, j] * self._coef[leaf, j]
+                    x = Xv[i, j]
+                    if isnan(x):
+                        x = self._fill[j]
+                    acc = acc + x * self._coef[leaf, j]
                 outv[i] = acc
         return out
 
@@ -194,7 +297,7 @@ cdef class Tree:
                     k += 1
                     if self._left[node] == TREE_LEAF:
                         break
-                    if Xv[i, self._feature[node]] <= self._threshold[node]:
+                    if self._goes_left(node, Xv[i, self._feature[node]]):
                         node = self._left[node]
                     else:
                         node = self._right[node]

@@ -185,15 +185,12 @@ def bad_files(tmp_path_factory):
     text_target = folder / "text_target.csv"
     pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": ["u", "v", "w", "x"]}).to_csv(
         text_target, index=False)
-    text_feature = folder / "text_feature.csv"
-    pd.DataFrame({"a": ["p", "q", "r", "s"], "y": [1.0, 2.0, 3.0, 4.0]}).to_csv(
-        text_feature, index=False)
     missing_target = folder / "missing_target.csv"
     pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [1.0, None, 3.0, 4.0]}).to_csv(
         missing_target, index=False)
     not_a_model = folder / "model.joblib"
     not_a_model.write_text("this is not a pickle")
-    return {"text_target": text_target, "text_feature": text_feature,
+    return {"text_target": text_target,
             "missing_target": missing_target, "not_a_model": not_a_model}
 
 
@@ -203,7 +200,8 @@ def bad_files(tmp_path_factory):
         (("fit", "{tmp}/nope.csv", "--target", "y"), ["file not found", "nope.csv"]),
         (("fit", "{data}", "--target", "nope"), ["column 'nope' not found", "a, b, c"]),
         (("fit", "{text_target}", "--target", "y"), ["target column 'y' is not numeric"]),
-        (("fit", "{text_feature}", "--target", "y"), ["non-numeric feature", "a"]),
+        (("fit", "{data}", "--target", "target", "--categorical", "a,zz"),
+         ["--categorical", "zz"]),
         (("fit", "{missing_target}", "--target", "y"), ["missing or infinite"]),
         (("fit", "{data}", "--target", "target", "--max-depth", "-1"), ["--max-depth"]),
         (("fit", "{data}", "--target", "target", "--leaf-penalty", "x"), ["--leaf-penalty"]),
@@ -312,13 +310,12 @@ def test_predict_into_a_closed_pipe(data_csv, tmp_path):
     assert result.returncode == 141  # as a program ended by SIGPIPE
 
 
-def test_every_input_problem_is_reported(tmp_path):
-    """A string column and an empty cell: both named in the one error line."""
-    path = tmp_path / "both.csv"
-    pd.DataFrame({"a": ["x", "y", "z", "w"], "b": [1.0, None, 2.0, 3.0],
+def test_infinite_feature_values_are_reported(tmp_path):
+    """Text columns and empty cells are data; an infinite value is an error naming its column."""
+    path = tmp_path / "inf.csv"
+    pd.DataFrame({"a": ["x", "y", "z", "w"], "b": [1.0, np.inf, 2.0, 3.0],
                   "y": [1.0, 2.0, 3.0, 4.0]}).to_csv(path, index=False)
-    assert_usage_error(run("fit", path, "--target", "y"), "non-numeric feature", "in",
-                       "missing or infinite values", ": b")
+    assert_usage_error(run("fit", path, "--target", "y", "--test-size", 0), "infinity", "'b'")
 
 
 @pytest.mark.parametrize("command, shown", [
@@ -346,3 +343,49 @@ def test_fit_prints_readable_numbers(data_csv):
                 "--significant-digits", "all", "--exact-thresholds")
     assert exact.returncode == 0, exact.stderr
     assert max(len(n) for n in re.findall(r"\d+\.\d+", exact.stdout)) > 10
+
+
+@pytest.fixture(scope="module")
+def mixed_frame():
+    rng = np.random.default_rng(3)
+    n = 400
+    color = rng.choice(["red", "green", "blue"], size=n).astype(object)
+    grade = rng.integers(1, 4, size=n)            # numeric codes of a category
+    x = rng.normal(size=n)
+    y = np.where(color == "green", 3.0, 0.0) + np.where(grade == 2, -2.0, 0.0) + x
+    y += 0.05 * rng.normal(size=n)
+    color[rng.random(n) < 0.1] = None             # empty cells
+    x[rng.random(n) < 0.1] = np.nan
+    return pd.DataFrame({"color": color, "grade": grade, "x": x, "target": y})
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_fit_predict_mixed_table(mixed_frame, tmp_path, suffix):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    path = tmp_path / f"mixed{suffix}"
+    if suffix == ".csv":
+        mixed_frame.to_csv(path, index=False)
+    else:
+        mixed_frame.to_parquet(path)
+    model = tmp_path / "model.joblib"
+    result = run("fit", path, "--target", "target", "--max-depth", 2, "--test-size", 0,
+                 "--categorical", "grade", "--leaf-model", "constant", "--out", model)
+    assert result.returncode == 0, result.stderr
+    assert "color in {green}" in result.stdout or "color in {blue, red}" in result.stdout
+    assert "grade in {" in result.stdout
+    import joblib
+
+    fitted = joblib.load(model)
+    np.testing.assert_array_equal(fitted.is_categorical_, [True, True, False])
+    np.testing.assert_array_equal(fitted.categories_[1], [1, 2, 3])
+    result = run("predict", model, path)
+    assert result.returncode == 0, result.stderr
+    got = np.array([float(v) for v in result.stdout.splitlines()[1:]])
+    frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+    np.testing.assert_array_equal(got, fitted.predict(frame[["color", "grade", "x"]]))
+    # The rules found the two effects: green adds 3, grade 2 subtracts 2.
+    truth = np.where(frame["color"] == "green", 3.0, 0.0) + np.where(frame["grade"] == 2,
+                                                                      -2.0, 0.0)
+    known = frame["color"].notna().to_numpy()
+    assert np.corrcoef(got[known], truth[known])[0, 1] > 0.9

@@ -1,0 +1,824 @@
+"""From a user's table to the arrays the Cython core reads.
+
+:class:`Preparation` plays the part of HistGradientBoosting's ``_BinMapper``:
+fitted once per ``fit``, it turns ``(X, y, sample_weight)`` and the
+estimator's parameters into
+
+- column roles: regression features (numeric columns entering the leaf
+  regressions), split-only features, categorical features;
+- the *encoded matrix* that ``Tree.apply``/``Tree.predict`` read: float64,
+  numeric columns as given (NaN where missing), a categorical column holding
+  its level code 0..K-1 as a float, NaN for a missing or unseen level;
+- the design matrix ``W = sqrt(w) * [1, z, y]`` (z the regression features
+  standardized with the weighted training mean and standard deviation, a
+  missing value counting as the mean, i.e. 0; y centred and divided by a
+  power of two), the ridge diagonal and the leaf cost;
+- the threshold pools and the bins of the *split columns*: a feature that
+  has missing values in training is searched twice, once with its missing
+  rows in a bin below every threshold (they go left) and once in a bin above
+  every threshold (they go right), so every threshold is tried with the
+  missing rows on both sides and "missing versus present" is a candidate too.
+
+It is kept on the fitted estimator (small: roles, levels, pools) so that
+``predict``, the exports and the path reuse its ``transform``.  Nothing in
+here is needed by the core beyond plain arrays, and nothing in the core knows
+pandas or parameter names.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    column_or_1d,
+    validate_data,
+)
+
+from ._thresholds import threshold_pool
+from ._tree import MAX_CATEGORIES, TREE_UNDEFINED, Tree, categories_bitset
+
+# Ridge entry of the unpenalized intercept: keeps the Gram matrix of an empty
+# or one-row node positive definite without biasing the intercept.
+INTERCEPT_RIDGE = 1e-12
+# Standard deviations below this fraction of a column's magnitude are treated
+# as 1 (numerically constant columns).
+STD_FLOOR = 1e-12
+# Label of the level into which rare or excess levels are merged.
+OTHER = "<other>"
+
+# Kinds of split columns (how a feature's missing rows are binned).
+PLAIN, MISSING_LEFT, MISSING_RIGHT = 0, 1, 2
+
+
+# --------------------------------------------------------------------------
+# Moments with power-of-two rescaling (unit equivariance)
+# --------------------------------------------------------------------------
+
+
+def _pow2_magnitude(a, axis=None):
+    """Power of two near ``max |a|`` (1 where that is 0): dividing by it is exact."""
+    top = np.max(np.abs(a), axis=axis, initial=0.0)
+    return np.exp2(np.floor(np.log2(np.where(top > 0, top, 1.0))))
+
+
+def _column_moments(X):
+    """Column means and standard deviations (1 for numerically constant columns).
+
+    Computed on the columns divided by a power of two near their magnitude,
+    so huge values do not overflow the squares and tiny ones do not count as
+    constant; for ordinary data the result is bitwise that of ``X.std``.
+    """
+    scale = _pow2_magnitude(X, axis=0)
+    scaled = X / scale
+    std = scaled.std(axis=0)
+    return scaled.mean(axis=0) * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
+
+
+def _weighted_moments(x, w):
+    """Weighted mean and standard deviation of one column, NaN rows left out.
+
+    ``w=None`` weighs every row 1.  A column without present values has mean
+    0 and standard deviation 1.
+    """
+    present = ~np.isnan(x)
+    if not present.all():
+        x = x[present]
+        w = None if w is None else w[present]
+    if x.shape[0] == 0:
+        return 0.0, 1.0
+    scale = float(_pow2_magnitude(x))
+    scaled = x / scale
+    if w is None:
+        mean, std = scaled.mean(), scaled.std()
+    else:
+        total = w.sum()
+        mean = float(w @ scaled) / total
+        std = np.sqrt(float(w @ (scaled - mean) ** 2) / total)
+    return mean * scale, (1.0 if std < STD_FLOOR else std * scale)
+
+
+def _target_centre_scale(y, w=None):
+    """``(mean(y), s)`` with ``s`` a power of two near ``max |y - mean(y)|``."""
+    magnitude = _pow2_magnitude(y)
+    scaled = y / magnitude
+    centre = scaled.mean() if w is None else float(w @ scaled) / w.sum()
+    return float(centre * magnitude), float(_pow2_magnitude(scaled - centre) * magnitude)
+
+
+# --------------------------------------------------------------------------
+# Column specifications
+# --------------------------------------------------------------------------
+
+
+def _is_frame(X):
+    return hasattr(X, "columns") and hasattr(X, "iloc") and hasattr(X, "dtypes")
+
+
+def _column_name(names, j):
+    return repr(str(names[j])) if names is not None else f"x[{j}]"
+
+
+def _resolve_columns(spec, parameter, n_features, feature_names):
+    """Indices named by a list of indices, a list of names or a boolean mask."""
+    spec = np.atleast_1d(np.asarray(spec))
+    if spec.size == 0:
+        return np.empty(0, dtype=np.intp)
+    if spec.dtype.kind in "US" or spec.dtype == object:
+        if feature_names is None:
+            raise ValueError(
+                f"{parameter} given by name requires X with column names "
+                "(a pandas DataFrame)")
+        lookup = {str(name): i for i, name in enumerate(feature_names)}
+        unknown = [str(s) for s in spec if str(s) not in lookup]
+        if unknown:
+            raise ValueError(f"{parameter} names not in X: {unknown}")
+        return np.unique(np.array([lookup[str(s)] for s in spec], dtype=np.intp))
+    if spec.dtype == bool:
+        if spec.shape[0] != n_features:
+            raise ValueError(f"boolean {parameter} must have {n_features} entries, "
+                             f"got {spec.shape[0]}")
+        return np.flatnonzero(spec)
+    if spec.dtype.kind in "iu":
+        idx = spec.astype(np.intp)
+        if np.any((idx < -n_features) | (idx >= n_features)):
+            raise ValueError(f"{parameter} indices must lie in [0, {n_features})")
+        return np.unique(np.where(idx < 0, idx + n_features, idx))
+    raise TypeError(
+        f"{parameter} must be a list of column indices, names or a boolean mask")
+
+
+def _dtype_is_categorical(dtype):
+    """pandas ``category``, ``object``, ``string`` and ``bool`` columns."""
+    kind = getattr(dtype, "kind", None)
+    name = str(dtype)
+    return (name == "category" or name.startswith("string") or name == "boolean"
+            or kind in ("O", "b", "U", "S"))
+
+
+def _missing_mask(values):
+    """NaN, None, pandas NA/NaT entries of a 1-D array."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas ships with the test extras
+        pd = None
+    if pd is not None:
+        return np.asarray(pd.isna(values), dtype=bool)
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    return np.array([v is None or (isinstance(v, float) and v != v) for v in values],
+                    dtype=bool)
+
+
+def _python_scalar(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _sorted_levels(values):
+    try:
+        import pandas as pd
+
+        unique = pd.unique(values)
+    except ImportError:  # pragma: no cover
+        unique = list(dict.fromkeys(values.tolist()))
+    unique = [_python_scalar(v) for v in unique]
+    try:
+        return sorted(unique)
+    except TypeError:   # mixed types: group by type, then by text
+        return sorted(unique, key=lambda v: (type(v).__name__, str(v)))
+
+
+def _lookup_codes(values, known, codes_of_known):
+    """Code of each value (-1 when it is not among ``known``)."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        pd = None
+    if pd is not None:
+        position = pd.Index(known, dtype=object).get_indexer(
+            pd.Index(np.asarray(values, dtype=object), dtype=object))
+    else:  # pragma: no cover
+        table = {v: i for i, v in enumerate(known)}
+        position = np.array([table.get(_python_scalar(v), -1) for v in values],
+                            dtype=np.intp)
+    codes = np.where(position >= 0, np.asarray(codes_of_known, dtype=np.intp)[position], -1)
+    return codes
+
+
+# --------------------------------------------------------------------------
+# The prepared arrays of one fit
+# --------------------------------------------------------------------------
+
+
+class PreparedData:
+    """What one fit hands to the core (not kept after ``fit``).
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The encoded matrix of the training rows (zero-weight rows dropped).
+    sample_weight : ndarray of shape (n_samples,) or None
+        Positive row weights, None when every weight is 1.
+    W : ndarray of shape (n_samples, p + 1)
+        ``sqrt(w) * [1, z, y']`` with ``y' = (y - y_mean) / y_scale``.
+    ridge : ndarray of shape (p,)
+    tss : float
+        Weighted total sum of squares of ``y'``.
+    bins, order, n_bins : ndarray
+        Bins of the split columns, their sorted orders, bins per column.
+    """
+
+
+class Preparation:
+    """Column roles, encoding, scaling, pools and bins of one estimator.
+
+    Parameters are the estimator's (see its docstring).  ``fit`` validates
+    the input, learns everything and returns a :class:`PreparedData`;
+    ``transform`` encodes new rows for ``Tree.apply``/``Tree.predict``.
+    """
+
+    def __init__(self, *, leaf_model="linear", regression_features="auto",
+                 categorical_features="from_dtype", min_category_weight=None,
+                 n_thresholds=20, threshold_strategy="quantile", ridge_alpha=1e-5):
+        self.leaf_model = leaf_model
+        self.regression_features = regression_features
+        self.categorical_features = categorical_features
+        self.min_category_weight = min_category_weight
+        self.n_thresholds = n_thresholds
+        self.threshold_strategy = threshold_strategy
+        self.ridge_alpha = ridge_alpha
+
+    # -- input -------------------------------------------------------------
+
+    def _categorical_mask(self, X, n_features, feature_names):
+        spec = self.categorical_features
+        mask = np.zeros(n_features, dtype=bool)
+        if spec is None:
+            return mask
+        if isinstance(spec, str):
+            if spec != "from_dtype":
+                raise ValueError("categorical_features must be 'from_dtype', None, or "
+                                 f"column indices, names or a boolean mask; got {spec!r}")
+            if _is_frame(X):
+                mask[:] = [_dtype_is_categorical(dt) for dt in X.dtypes]
+            return mask
+        mask[_resolve_columns(spec, "categorical_features", n_features, feature_names)] = True
+        return mask
+
+    def _columns(self, estimator, X, y=None, reset=False):
+        """Validate ``X`` (and ``y``).
+
+        Returns ``(X, columns, y)``: ``X`` as float64 when no column is
+        categorical (``columns`` None), else ``X`` None and the list of raw
+        columns.
+        """
+        if reset:
+            if not (hasattr(X, "shape") and len(X.shape) == 2):
+                X = check_array(X, dtype=None, ensure_all_finite=False)
+            names = [str(c) for c in X.columns] if _is_frame(X) else None
+            self.is_categorical_ = self._categorical_mask(X, X.shape[1], names)
+        if not self.is_categorical_.any():
+            if y is None:
+                X = validate_data(estimator, X, dtype=np.float64, ensure_all_finite=False,
+                                  order="C", reset=reset)
+            else:
+                X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64,
+                                     ensure_all_finite=False, order="C", reset=reset)
+            self._check_finite_numeric(estimator, X)
+            return X, None, y
+        validate_data(estimator, X, reset=reset, skip_check_array=True)
+        if _is_frame(X):
+            columns = [X.iloc[:, j] for j in range(X.shape[1])]
+        else:
+            X = check_array(X, dtype=None, ensure_all_finite=False)
+            columns = [X[:, j] for j in range(X.shape[1])]
+        if len(columns) == 0:
+            raise ValueError("X has no columns")
+        if y is not None:
+            y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64,
+                                         input_name="y"), warn=True)
+            check_consistent_length(columns[0], y)
+        return None, columns, y
+
+    def _check_finite_numeric(self, estimator, X):
+        bad = np.isinf(X).any(axis=0)
+        if bad.any():
+            names = getattr(estimator, "feature_names_in_", None)
+            cols = ", ".join(_column_name(names, j) for j in np.flatnonzero(bad))
+            raise ValueError(f"Input X contains infinity in column(s) {cols}; missing "
+                             "values must be NaN, infinite values are not supported")
+
+    def _numeric_column(self, estimator, values, j):
+        names = getattr(estimator, "feature_names_in_", None)
+        try:
+            if hasattr(values, "to_numpy"):
+                out = values.to_numpy(dtype=np.float64, na_value=np.nan)
+            else:
+                missing = _missing_mask(values)
+                out = np.full(values.shape[0], np.nan)
+                out[~missing] = np.asarray(values[~missing], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"column {_column_name(names, j)} is not numeric; declare it in "
+                "categorical_features (or encode it as numbers)") from None
+        if np.isinf(out).any():
+            raise ValueError(f"Input X contains infinity in column(s) "
+                             f"{_column_name(names, j)}; missing values must be NaN, "
+                             "infinite values are not supported")
+        return out
+
+    def _encode(self, estimator, columns):
+        n = columns[0].shape[0]
+        X = np.empty((n, len(columns)), dtype=np.float64)
+        for j, values in enumerate(columns):
+            if self.is_categorical_[j]:
+                X[:, j] = self._encode_categorical(j, values)
+            else:
+                X[:, j] = self._numeric_column(estimator, values, j)
+        return X
+
+    def _encode_categorical(self, j, values):
+        known, codes_of_known = self._lookup[j]
+        if hasattr(values, "cat"):      # pandas category: look up its categories once
+            categories = values.cat.categories
+            cat_codes = _lookup_codes(np.asarray(categories, dtype=object), known,
+                                      codes_of_known)
+            raw = values.cat.codes.to_numpy()
+            codes = np.where(raw >= 0, cat_codes[np.maximum(raw, 0)], -1)
+        else:
+            values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
+                else values
+            codes = _lookup_codes(values, known, codes_of_known)
+            codes[_missing_mask(values)] = -1
+        return np.where(codes >= 0, codes, np.nan)
+
+    def _learn_levels(self, estimator, j, values, weight):
+        """Levels of categorical column ``j`` from the rows of positive weight."""
+        names = getattr(estimator, "feature_names_in_", None)
+        if hasattr(values, "to_numpy"):
+            dtype_categories = (values.cat.categories if hasattr(values, "cat") else None)
+            values = values.to_numpy(dtype=object)
+        else:
+            dtype_categories = None
+            values = np.asarray(values, dtype=object)
+        missing = _missing_mask(values)
+        present = values[~missing]
+        w_present = np.ones(present.shape[0]) if weight is None else weight[~missing]
+        if dtype_categories is not None:
+            seen = set(_python_scalar(v) for v in _sorted_levels(present))
+            levels = [_python_scalar(v) for v in dtype_categories
+                      if _python_scalar(v) in seen]
+        else:
+            levels = _sorted_levels(present)
+        codes = _lookup_codes(present, levels, np.arange(len(levels)))
+        level_weight = np.bincount(codes, weights=w_present, minlength=len(levels))
+        m = self.min_category_weight
+        if m is None:
+            if len(levels) > MAX_CATEGORIES:
+                raise ValueError(
+                    f"categorical column {_column_name(names, j)} has {len(levels)} levels, "
+                    f"more than the {MAX_CATEGORIES} supported; set min_category_weight "
+                    "to merge rare levels into one")
+            merged = np.zeros(len(levels), dtype=bool)
+        else:
+            merged = level_weight < m
+            kept = np.flatnonzero(~merged)
+            limit = MAX_CATEGORIES - (1 if merged.any() or kept.size > MAX_CATEGORIES else 0)
+            if kept.size > limit:
+                # Keep the heaviest levels (ties: level order), merge the rest.
+                heavy = kept[np.argsort(-level_weight[kept], kind="stable")[:limit]]
+                merged = np.ones(len(levels), dtype=bool)
+                merged[heavy] = False
+        kept_levels = [v for v, mg in zip(levels, merged, strict=True) if not mg]
+        merged_levels = [v for v, mg in zip(levels, merged, strict=True) if mg]
+        self.categories_[j] = np.array(kept_levels + ([OTHER] if merged_levels else []),
+                                       dtype=object)
+        self.merged_categories_[j] = merged_levels
+        self._set_lookup(j)
+
+    def _set_lookup(self, j):
+        kept = list(self.categories_[j])
+        merged = self.merged_categories_[j]
+        if merged:
+            kept = kept[:-1]
+        self._lookup[j] = (kept + list(merged),
+                           np.r_[np.arange(len(kept)), np.full(len(merged), len(kept))])
+
+    # -- fit ---------------------------------------------------------------
+
+    def _validate_weight(self, sample_weight, n):
+        if sample_weight is None:
+            return None
+        w = np.asarray(sample_weight)
+        if w.ndim == 0:
+            w = np.full(n, float(w))
+        try:
+            w = np.asarray(w, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("sample_weight must be numeric") from None
+        if w.ndim != 1 or w.shape[0] != n:
+            raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+        if not np.all(np.isfinite(w)):
+            raise ValueError("sample_weight must be finite (no NaN or inf)")
+        if np.any(w < 0):
+            raise ValueError("sample_weight must be non-negative")
+        if not w.sum() > 0:
+            raise ValueError("sample_weight must not be all zero: its sum must be positive")
+        return w
+
+    def fit(self, estimator, X, y, sample_weight=None):
+        """Validate and prepare one training set.
+
+        Sets ``n_features_in_`` (and ``feature_names_in_``) on ``estimator``.
+
+        Returns
+        -------
+        data : PreparedData
+        """
+        if y is None:
+            raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
+                             "target y is None")
+        X_num, columns, y = self._columns(estimator, X, y, reset=True)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        n_samples = y.shape[0]
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity")
+        w = self._validate_weight(sample_weight, n_samples)
+        if w is not None:
+            keep = w > 0
+            if not keep.all():     # zero weight: the row is dropped entirely
+                y, w = y[keep], w[keep]
+                if X_num is not None:
+                    X_num = np.ascontiguousarray(X_num[keep])
+                else:
+                    columns = [c[keep] for c in columns]
+            if np.all(w == 1.0):
+                w = None
+        n_features = estimator.n_features_in_
+        self.n_features_in_ = n_features
+
+        self.categories_ = [None] * n_features
+        self.merged_categories_ = [None] * n_features
+        self._lookup = [None] * n_features
+        if X_num is None:
+            for j in np.flatnonzero(self.is_categorical_):
+                self._learn_levels(estimator, j, columns[j], w)
+            X_enc = self._encode(estimator, columns)
+        else:
+            X_enc = X_num
+        missing = np.isnan(X_enc).any(axis=0)
+        self.missing_features_ = np.flatnonzero(missing)
+        self._split_columns = []
+        for f in range(n_features):
+            if missing[f]:
+                self._split_columns += [(f, MISSING_LEFT), (f, MISSING_RIGHT)]
+            else:
+                self._split_columns.append((f, PLAIN))
+
+        reg = self._regression_features(estimator, X_enc)
+        self.regression_features_ = reg
+        self.split_only_features_ = np.setdiff1d(np.arange(n_features), reg)
+
+        if w is None and not missing[reg].any():
+            mean, std = _column_moments(X_enc[:, reg])
+        else:
+            moments = [_weighted_moments(X_enc[:, f], w) for f in reg]
+            mean = np.array([m for m, _ in moments], dtype=np.float64)
+            std = np.array([s for _, s in moments], dtype=np.float64)
+        self.mean_, self.std_ = mean, std
+        # The builder sees (y - y_mean) / y_scale with y_scale a power of two:
+        # every objective is homogeneous of degree 2 in y, so this is exact
+        # and only keeps squares of very large or very small targets finite.
+        y_mean, y_scale = _target_centre_scale(y, w)
+        self.y_mean_, self.y_scale_ = y_mean, y_scale
+        y_centred = (y - y_mean) / y_scale
+
+        data = PreparedData()
+        data.X = X_enc
+        data.sample_weight = w
+        data.W, data.ridge, data.tss = self._design(X_enc, y_centred, w, reg, mean, std)
+        self._pools(X_enc, w)
+        self._category_ranks(X_enc, y_centred, w)
+        data.bins, data.order, data.n_bins = self.bins(X_enc)
+        return data
+
+    def _regression_features(self, estimator, X):
+        n_features = X.shape[1]
+        names = getattr(estimator, "feature_names_in_", None)
+        spec = self.regression_features
+        if self.leaf_model != "linear":
+            return np.empty(0, dtype=np.intp)
+        if isinstance(spec, str) and spec == "auto":
+            binary = np.all((X == 0.0) | (X == 1.0) | np.isnan(X), axis=0)
+            return np.flatnonzero(~binary & ~self.is_categorical_)
+        if spec is None:
+            return np.empty(0, dtype=np.intp)
+        if isinstance(spec, str):
+            raise ValueError("regression_features must be 'auto', None, or column "
+                             f"indices, names or a boolean mask; got {spec!r}")
+        idx = _resolve_columns(spec, "regression_features", n_features, names)
+        cat = idx[self.is_categorical_[idx]]
+        if cat.size:
+            cols = ", ".join(_column_name(names, j) for j in cat)
+            raise ValueError(f"regression_features contains categorical column(s) {cols}: "
+                             "categorical features are split-only")
+        return idx
+
+    def _design(self, X, y_centred, w, reg, mean, std):
+        n = X.shape[0]
+        p = 1 + reg.shape[0]
+        W = np.empty((n, p + 1))
+        root = None if w is None else np.sqrt(w)
+        W[:, 0] = 1.0 if w is None else root
+        for j, f in enumerate(reg):
+            col = W[:, 1 + j]
+            # (x - mean) / std column by column: no temporary copy of X.
+            np.subtract(X[:, f], mean[j], out=col)
+            col /= std[j]
+            if root is not None:
+                col *= root
+            # A missing regression feature counts as its mean: 0 standardized.
+            col[np.isnan(col)] = 0.0
+        if w is None:
+            W[:, p] = y_centred
+            tss = float(y_centred @ y_centred)
+            total = n
+        else:
+            W[:, p] = y_centred * root
+            tss = float(w @ (y_centred * y_centred))
+            total = float(w.sum())
+        ridge = np.full(p, total * float(self.ridge_alpha))
+        ridge[0] = INTERCEPT_RIDGE
+        return W, ridge, tss
+
+    def _pools(self, X, w):
+        pools = []
+        for f in range(X.shape[1]):
+            if self.is_categorical_[f]:
+                pools.append(np.empty(0, dtype=np.float64))
+                continue
+            x = X[:, f]
+            wf = w
+            present = ~np.isnan(x)
+            if not present.all():
+                x = x[present]
+                wf = None if w is None else w[present]
+            pools.append(threshold_pool(x, self.n_thresholds, self.threshold_strategy, wf))
+        self.thresholds_ = pools
+
+    def _category_ranks(self, X, y_centred, w):
+        """Order of each categorical feature's levels in its bins.
+
+        The levels are binned by their weighted mean target on all training
+        rows (ties by code), so a threshold over these bins is the split of
+        a prefix of that order.
+        """
+        self._ranks = [None] * X.shape[1]
+        for f in np.flatnonzero(self.is_categorical_):
+            k = len(self.categories_[f])
+            x = X[:, f]
+            present = ~np.isnan(x)
+            codes = x[present].astype(np.intp)
+            wf = np.ones(codes.shape[0]) if w is None else w[present]
+            total = np.bincount(codes, weights=wf, minlength=k)
+            sums = np.bincount(codes, weights=wf * y_centred[present], minlength=k)
+            means = sums / np.where(total > 0, total, 1.0)
+            rank = np.empty(k, dtype=np.intp)
+            rank[np.argsort(means, kind="stable")] = np.arange(k)
+            self._ranks[f] = rank
+
+    # -- split columns -----------------------------------------------------
+
+    def split_columns(self):
+        """``(feature, kind)`` of every split column, in search order."""
+        return list(self._split_columns)
+
+    def _n_values(self, f):
+        """Number of present-value bins of feature ``f``."""
+        if self.is_categorical_[f]:
+            return len(self.categories_[f])
+        return len(self.thresholds_[f]) + 1
+
+    def bins(self, X):
+        """Bins of the split columns of the encoded rows ``X``.
+
+        Returns
+        -------
+        bins : ndarray of shape (n_samples, n_columns), int32
+        order : ndarray of shape (n_columns, n_samples), int32
+            Rows sorted by each column's bin, ties by row index.
+        n_bins : ndarray of shape (n_columns,), int32
+        """
+        columns = self._split_columns
+        n = X.shape[0]
+        bins = np.empty((n, len(columns)), dtype=np.int32)
+        order = np.empty((len(columns), n), dtype=np.int32)
+        n_bins = np.empty(len(columns), dtype=np.int32)
+        for c, (f, kind) in enumerate(columns):
+            x = X[:, f]
+            if self.is_categorical_[f]:
+                value_bin = self._ranks[f][np.where(np.isnan(x), 0, x).astype(np.intp)]
+            else:
+                value_bin = np.searchsorted(self.thresholds_[f], x, side="left")
+            nv = self._n_values(f)
+            if kind == PLAIN:
+                bins[:, c] = value_bin
+                n_bins[c] = nv
+            else:
+                missing = np.isnan(x)
+                if kind == MISSING_LEFT:
+                    bins[:, c] = np.where(missing, 0, value_bin + 1)
+                else:
+                    bins[:, c] = np.where(missing, nv, value_bin)
+                n_bins[c] = nv + 1
+            order[c] = np.argsort(bins[:, c], kind="stable")
+        return bins, order, n_bins
+
+    def split(self, column, b):
+        """The tree test of a split at bin ``b`` of split column ``column``.
+
+        Returns
+        -------
+        feature : int
+        threshold : float
+            ``TREE_UNDEFINED`` for categorical splits.
+        missing_go_left : int
+            Where the training rows with a missing value went (for a plain
+            column, which had none, a provisional 0).
+        is_categorical : int
+        categories_left : ndarray of 8 uint32
+        """
+        f, kind = self._split_columns[column]
+        words = np.zeros(MAX_CATEGORIES // 32, dtype=np.uint32)
+        missing_left = 1 if kind == MISSING_LEFT else 0
+        # Bin index of the last present-value bin that goes left.
+        last = b - 1 if kind == MISSING_LEFT else b
+        if self.is_categorical_[f]:
+            rank = self._ranks[f]
+            words = categories_bitset(np.flatnonzero(rank <= last))
+            return f, float(TREE_UNDEFINED), missing_left, 1, words
+        pool = self.thresholds_[f]
+        if last < 0:
+            threshold = -np.inf          # missing left, every present value right
+        elif last >= pool.shape[0]:
+            threshold = np.inf           # every present value left, missing right
+        else:
+            threshold = float(pool[last])
+        return f, threshold, missing_left, 0, words
+
+    # -- the fitted tree ---------------------------------------------------
+
+    def resolve_splits(self, nodes, data):
+        """The builder's node arrays with their splits in the input's terms.
+
+        Replaces ``feature`` (a split column) by the input feature and adds
+        ``threshold``, ``missing_go_left``, ``is_categorical``,
+        ``categories_left``, ``weighted_n_node_samples`` and the
+        training-value gaps ``gap_lower``/``gap_upper`` of numeric splits (the
+        largest present value going left, the smallest going right).  Where a split
+        saw no missing values in training, missing values go to the child
+        with more training weight (left on a tie).  Every added array is
+        per node, so pruning a subtree (the leaf-penalty path) keeps the
+        others valid.
+        """
+        count = nodes["feature"].shape[0]
+        feature = np.full(count, TREE_UNDEFINED, dtype=np.intp)
+        threshold = np.full(count, float(TREE_UNDEFINED))
+        missing_left = np.zeros(count, dtype=np.uint8)
+        is_cat = np.zeros(count, dtype=np.uint8)
+        words = np.zeros((count, MAX_CATEGORIES // 32), dtype=np.uint32)
+        internal = np.flatnonzero(nodes["feature"] >= 0)
+        for node in internal:
+            (feature[node], threshold[node], missing_left[node], is_cat[node],
+             words[node]) = self.split(int(nodes["feature"][node]), int(nodes["bin"][node]))
+        out = dict(nodes, feature=feature, threshold=threshold, missing_go_left=missing_left,
+                   is_categorical=is_cat, categories_left=words)
+        left, right = nodes["children_left"], nodes["children_right"]
+        provisional = self.make_tree(out)
+        X, w = data.X, data.sample_weight
+        leaves = provisional.apply(X)
+        weight = np.bincount(leaves, weights=w, minlength=count).astype(np.float64)
+        saw_missing = {f: np.bincount(leaves, weights=np.isnan(X[:, f]), minlength=count)
+                       for f in self.missing_features_}
+        # Per node and numeric split feature, the range of the present
+        # training values reaching it: the exports print a short threshold
+        # inside the gap between the two children's ranges.
+        numeric = np.unique(feature[internal][is_cat[internal] == 0])
+        lo = {f: np.full(count, np.inf) for f in numeric}
+        hi = {f: np.full(count, -np.inf) for f in numeric}
+        for f in numeric:
+            x = X[:, f]
+            present = ~np.isnan(x)
+            np.minimum.at(lo[f], leaves[present], x[present])
+            np.maximum.at(hi[f], leaves[present], x[present])
+        # Children follow their parent in preorder: sum subtrees bottom-up.
+        for node in internal[::-1]:
+            a, b = left[node], right[node]
+            weight[node] = weight[a] + weight[b]
+            for counts in saw_missing.values():
+                counts[node] = counts[a] + counts[b]
+            for f in numeric:
+                lo[f][node] = min(lo[f][a], lo[f][b])
+                hi[f][node] = max(hi[f][a], hi[f][b])
+        gap_lower = np.full(count, np.nan)
+        gap_upper = np.full(count, np.nan)
+        for node in internal:
+            if is_cat[node]:
+                continue
+            f = feature[node]
+            below, above = hi[f][left[node]], lo[f][right[node]]
+            gap_lower[node] = below if np.isfinite(below) else np.nan
+            gap_upper[node] = above if np.isfinite(above) else np.nan
+        out["gap_lower"], out["gap_upper"] = gap_lower, gap_upper
+        missing_left = missing_left.copy()
+        for node in internal:
+            f = feature[node]
+            if f not in saw_missing or saw_missing[f][node] == 0:
+                missing_left[node] = weight[left[node]] >= weight[right[node]]
+        out["missing_go_left"] = missing_left
+        out["weighted_n_node_samples"] = weight
+        return out
+
+    def make_tree(self, nodes):
+        """The :class:`~clarytree._tree.Tree` of resolved node arrays.
+
+        ``nodes["coef"]`` is in the criterion's (standardized) coordinates and
+        already multiplied by ``y_scale``; the splits are those of
+        :meth:`resolve_splits`.
+        """
+        n_features = self.n_features_in_
+        reg, mean, std = self.regression_features_, self.mean_, self.std_
+        count = nodes["feature"].shape[0]
+        # beta0 + sum_j b_j (x_j - m_j) / s_j = intercept + x @ coef.
+        beta = nodes["coef"]
+        coef = np.zeros((count, n_features))
+        coef[:, reg] = beta[:, 1:] / std
+        intercept = beta[:, 0] + self.y_mean_ - coef[:, reg] @ mean
+        fill = np.zeros(n_features)
+        fill[reg] = mean
+        return Tree(n_features, nodes["children_left"], nodes["children_right"],
+                    nodes["feature"], np.array(nodes["threshold"]), nodes["n_node_samples"],
+                    nodes["node_objective"], intercept, coef,
+                    missing_go_left=np.array(nodes["missing_go_left"]),
+                    is_categorical=np.array(nodes["is_categorical"]),
+                    categories_left=np.array(nodes["categories_left"]),
+                    weighted_n_node_samples=(
+                        None if "weighted_n_node_samples" not in nodes
+                        else np.array(nodes["weighted_n_node_samples"])),
+                    gap_lower=nodes.get("gap_lower"), gap_upper=nodes.get("gap_upper"),
+                    fill_value=fill)
+
+    # -- predict -----------------------------------------------------------
+
+    def transform(self, estimator, X):
+        """The encoded matrix of new rows (columns checked against training)."""
+        X_num, columns, _ = self._columns(estimator, X)
+        if X_num is not None:
+            return X_num
+        return self._encode(estimator, columns)
+
+    def predict_state(self):
+        """What ``transform`` needs, as plain Python values (JSON-ready)."""
+        return {
+            "is_categorical": [bool(v) for v in self.is_categorical_],
+            "categories": [None if c is None else
+                           [_python_scalar(v) for v in
+                            (c[:-1] if self.merged_categories_[j] else c)]
+                           for j, c in enumerate(self.categories_)],
+            "merged_categories": [None if m is None else [_python_scalar(v) for v in m]
+                                  for m in self.merged_categories_],
+            "missing_features": [int(f) for f in self.missing_features_],
+        }
+
+    @classmethod
+    def from_predict_state(cls, state, **params):
+        """Rebuild a preparation that can ``transform`` from :meth:`predict_state`."""
+        prep = cls(**params)
+        prep.is_categorical_ = np.asarray(state["is_categorical"], dtype=bool)
+        n = prep.is_categorical_.shape[0]
+        prep.n_features_in_ = n
+        prep.categories_ = [None] * n
+        prep.merged_categories_ = [None] * n
+        prep._lookup = [None] * n
+        merged_all = state.get("merged_categories") or [None] * n
+        for j, levels in enumerate(state["categories"]):
+            if levels is None:
+                continue
+            merged = list(merged_all[j] or [])
+            prep.categories_[j] = np.array(list(levels) + ([OTHER] if merged else []),
+                                           dtype=object)
+            prep.merged_categories_[j] = merged
+            prep._set_lookup(j)
+        prep.missing_features_ = np.asarray(state.get("missing_features", []), dtype=np.intp)
+        return prep
+
+
+def check_min_category_weight(value):
+    """Validate ``min_category_weight`` (None or a finite number >= 0)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not np.isfinite(value) or value < 0:
+        raise ValueError(f"min_category_weight must be None or a number >= 0, got {value!r}")
+    return float(value)
+

@@ -1,0 +1,223 @@
+"""The preparation room: roles, encoding, weights, pools and bins."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clarytree import CLARITreeRegressor
+from clarytree._preparation import OTHER, Preparation
+from clarytree._thresholds import threshold_pool
+
+
+def prepare(X, y, sample_weight=None, **params):
+    est = CLARITreeRegressor()
+    prep = Preparation(**params)
+    return prep, prep.fit(est, X, y, sample_weight), est
+
+
+def packed_gram(W):
+    return W.T @ W
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 12),
+       st.sampled_from([0, 1, 3]))
+def test_weighted_pool_is_the_pool_of_the_repeated_data(seed, n, T, decimals):
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.normal(size=n), decimals)
+    w = rng.integers(0, 5, size=n)
+    if w.sum() == 0:
+        w[0] = 1
+    keep = w > 0
+    expected = threshold_pool(np.repeat(x, w), T)
+    got = threshold_pool(x[keep], T, sample_weight=w[keep].astype(float))
+    np.testing.assert_array_equal(got, expected)     # bitwise
+
+
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+def test_integer_weights_prepare_the_repeated_data(leaf_model):
+    rng = np.random.default_rng(0)
+    n = 120
+    X = rng.normal(size=(n, 3)) * [1.0, 1e6, 1e-6]
+    X[rng.random(n) < 0.1, 1] = np.nan
+    y = rng.normal(size=n) * 1e3 + 5e3
+    w = rng.integers(0, 4, size=n)
+    rep = np.repeat(np.arange(n), w)
+    a, da, _ = prepare(X[rep], y[rep], leaf_model=leaf_model, n_thresholds=7)
+    b, db, _ = prepare(X, y, w, leaf_model=leaf_model, n_thresholds=7)
+    for pa, pb in zip(a.thresholds_, b.thresholds_, strict=True):
+        np.testing.assert_array_equal(pa, pb)
+    np.testing.assert_allclose(a.mean_, b.mean_, rtol=1e-12)
+    np.testing.assert_allclose(a.std_, b.std_, rtol=1e-12)
+    assert a.y_scale_ == b.y_scale_
+    assert a.y_mean_ == pytest.approx(b.y_mean_, rel=1e-12)
+    np.testing.assert_allclose(packed_gram(da.W), packed_gram(db.W), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(da.ridge, db.ridge, rtol=1e-12)
+    assert da.tss == pytest.approx(db.tss, rel=1e-10)
+    # The weighted rows' bins are the repeated rows' bins.
+    kept = w[w > 0]
+    np.testing.assert_array_equal(da.bins, db.bins[np.repeat(np.arange(kept.size), kept)])
+
+
+def test_zero_weights_drop_rows_exactly():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 3))
+    y = rng.normal(size=80)
+    w = np.ones(80)
+    w[::3] = 0.0
+    a, da, _ = prepare(X[w > 0], y[w > 0])
+    b, db, _ = prepare(X, y, w)
+    assert db.sample_weight is None          # the remaining weights are all 1
+    np.testing.assert_array_equal(da.W, db.W)
+    np.testing.assert_array_equal(da.bins, db.bins)
+
+
+@pytest.mark.parametrize("weight, match", [
+    (np.r_[np.ones(19), -1.0], "non-negative"),
+    (np.r_[np.ones(19), np.nan], "finite"),
+    (np.r_[np.ones(19), np.inf], "finite"),
+    (np.ones(19), "shape"),
+    (np.zeros(20), "zero"),
+])
+def test_bad_weights(weight, match):
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20.0)
+    with pytest.raises(ValueError, match=rf"sample_weight.*{match}|{match}.*sample_weight"):
+        prepare(X, y, weight)
+
+
+def test_unweighted_design_is_standardized_columns():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 3)) * [2.0, 3.0, 1.0] + [1.0, -4.0, 0.0]
+    X[:, 2] = rng.integers(0, 2, size=50)          # 0/1: split-only
+    y = rng.normal(size=50)
+    prep, data, _ = prepare(X, y)
+    np.testing.assert_array_equal(prep.regression_features_, [0, 1])
+    z = (X[:, :2] - X[:, :2].mean(axis=0)) / X[:, :2].std(axis=0)
+    np.testing.assert_allclose(data.W[:, 1:3], z, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(data.W[:, 0], 1.0)
+    assert data.ridge[1] == 50 * 1e-5
+
+
+def test_missing_regression_feature_counts_as_its_mean():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    X[[3, 7, 20], 0] = np.nan
+    prep, data, _ = prepare(X, rng.normal(size=60))
+    present = ~np.isnan(X[:, 0])
+    assert prep.mean_[0] == pytest.approx(X[present, 0].mean())
+    assert prep.std_[0] == pytest.approx(X[present, 0].std())
+    np.testing.assert_array_equal(data.W[~present, 1], 0.0)
+    np.testing.assert_array_equal(prep.missing_features_, [0])
+    # Two split columns for the feature with missing values: missing rows in
+    # the lowest bin (they go left) and in the highest (they go right).
+    assert prep.split_columns() == [(0, 1), (0, 2), (1, 0)]
+    pool = prep.thresholds_[0]
+    assert np.all(data.bins[~present, 0] == 0)
+    assert np.all(data.bins[~present, 1] == len(pool) + 1)
+    np.testing.assert_array_equal(data.bins[present, 0] - 1, data.bins[present, 1])
+
+
+def mixed_frame(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "color": rng.choice(["red", "green", "blue"], size=n).astype(object),
+        "size": pd.Categorical(rng.choice(["S", "M", "L"], size=n),
+                               categories=["S", "M", "L", "XL"]),
+        "flag": rng.random(n) < 0.5,
+        "text": pd.array(rng.choice(["u", "v"], size=n), dtype="string"),
+        "x": rng.normal(size=n),
+        "code": rng.integers(0, 3, size=n),
+    }), rng.normal(size=n)
+
+
+def test_categorical_columns_from_dtype_and_level_order():
+    X, y = mixed_frame()
+    prep, data, est = prepare(X, y)
+    np.testing.assert_array_equal(prep.is_categorical_, [1, 1, 1, 1, 0, 0])
+    assert list(prep.categories_[0]) == ["blue", "green", "red"]      # sorted
+    assert list(prep.categories_[1]) == ["S", "M", "L"]               # dtype order, seen only
+    assert list(prep.categories_[2]) == [False, True]
+    assert prep.categories_[4] is None
+    np.testing.assert_array_equal(prep.regression_features_, [4, 5])
+    # The encoded matrix holds level codes.
+    codes = {"blue": 0.0, "green": 1.0, "red": 2.0}
+    np.testing.assert_array_equal(data.X[:, 0], X["color"].map(codes).to_numpy())
+    np.testing.assert_array_equal(data.X[:, 1], X["size"].cat.codes.to_numpy())
+    np.testing.assert_array_equal(data.X[:, 4], X["x"].to_numpy())
+
+
+@pytest.mark.parametrize("spec", [[1], ["code"], [False, True]])
+def test_numeric_codes_declared_categorical(spec):
+    X, y = mixed_frame()
+    X = X[["x", "code"]]
+    prep, data, _ = prepare(X, y, categorical_features=spec)
+    np.testing.assert_array_equal(prep.is_categorical_, [False, True])
+    assert list(prep.categories_[1]) == [0, 1, 2]
+    np.testing.assert_array_equal(data.X[:, 1], X["code"].to_numpy())
+    np.testing.assert_array_equal(prep.regression_features_, [0])
+
+
+def test_explicit_categorical_features_reject_undeclared_text():
+    X, y = mixed_frame()
+    with pytest.raises(ValueError, match="'color' is not numeric"):
+        prepare(X, y, categorical_features=["size", "flag", "text"])
+
+
+def test_unseen_and_missing_levels_encode_as_nan():
+    X, y = mixed_frame()
+    prep, _, est = prepare(X, y)
+    new = X.iloc[:4].copy()
+    new.loc[new.index[0], "color"] = "purple"
+    new.loc[new.index[1], "color"] = None
+    new["size"] = pd.Categorical(["XL", None, "S", "M"], categories=["XL", "S", "M"])
+    enc = prep.transform(est, new)
+    assert np.isnan(enc[0, 0]) and np.isnan(enc[1, 0])
+    assert np.isnan(enc[0, 1]) and np.isnan(enc[1, 1])
+    assert enc[2, 1] == 0.0 and enc[3, 1] == 1.0
+
+
+def test_level_cap_and_merging():
+    rng = np.random.default_rng(4)
+    levels = np.array([f"l{i:03d}" for i in range(300)], dtype=object)
+    col = levels[np.r_[np.arange(300), rng.integers(0, 20, size=700)]]
+    X = pd.DataFrame({"many": col, "x": rng.normal(size=1000)})
+    y = rng.normal(size=1000)
+    with pytest.raises(ValueError, match="'many' has 300 levels.*256.*min_category_weight"):
+        prepare(X, y)
+    prep, data, est = prepare(X, y, min_category_weight=2)
+    cats = list(prep.categories_[0])
+    # Levels l000..l019 appear often, the others once: merged into OTHER.
+    assert cats[-1] == OTHER and cats[:-1] == [f"l{i:03d}" for i in range(20)]
+    assert set(prep.merged_categories_[0]) == {f"l{i:03d}" for i in range(20, 300)}
+    assert np.all(data.X[20:300, 0] == 20)
+    # Merging only the excess: the 255 heaviest levels are kept.
+    prep, data, est = prepare(X, y, min_category_weight=0)
+    assert len(prep.categories_[0]) == 256 and prep.categories_[0][-1] == OTHER
+    assert data.X[:, 0].max() == 255
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda X, y: (X.assign(x=np.r_[np.inf, X["x"].to_numpy()[1:]]), y), "infinity.*'x'"),
+    (lambda X, y: (X, np.r_[np.nan, y[1:]]), "y contains NaN"),
+])
+def test_bad_values(make, match):
+    X, y = make(*mixed_frame())
+    with pytest.raises(ValueError, match=match):
+        prepare(X, y)
+
+
+def test_inf_in_a_numeric_array_names_the_column():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    X[4, 2] = -np.inf
+    with pytest.raises(ValueError, match=r"infinity in column\(s\) x\[2\]"):
+        CLARITreeRegressor().fit(X, np.arange(20.0))
+
+
+def test_categorical_column_in_regression_features():
+    X, y = mixed_frame()
+    with pytest.raises(ValueError, match="regression_features.*'color'.*split-only"):
+        CLARITreeRegressor(regression_features=["color", "x"]).fit(X, y)
+    with pytest.raises(ValueError, match="categorical_features names not in X"):
+        CLARITreeRegressor(categorical_features=["nope"]).fit(X, y)

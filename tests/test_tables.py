@@ -1,0 +1,399 @@
+"""Real tables: missing values and categorical columns, fit to export."""
+
+import itertools
+import json
+import re
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from clarytree._tree import TREE_LEAF, bitset_codes  # noqa: E402
+
+from clarytree import (  # noqa: E402
+    CholeskyTreeRegressor,
+    CLARITreeRegressor,
+    export_graphviz,
+    export_text,
+    from_dict,
+    leaf_table,
+    plot_tree,
+    to_dict,
+)
+
+
+def sse(y):
+    return float(((y - y.mean()) ** 2).sum()) if y.size else 0.0
+
+
+def ridge_loss(Z, y, ridge):
+    beta = np.linalg.solve(Z.T @ Z + np.diag(ridge), Z.T @ y)
+    r = y - Z @ beta
+    return float(r @ r + beta @ (ridge * beta))
+
+
+def nan_data(seed, n=300, frac=0.2):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    z = rng.normal(size=n)
+    missing = rng.random(n) < frac
+    # Missing rows behave like large x, so the better side is not arbitrary.
+    y = np.where((x > 0.3) | missing, 2.0 + z, -z) + 0.3 * rng.normal(size=n)
+    x[missing] = np.nan
+    return np.column_stack([x, z]), y
+
+
+# -- missing values ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("leaf_model", ["constant", "linear"])
+@pytest.mark.parametrize("seed", range(3))
+def test_missing_direction_is_the_better_of_both_refits(seed, leaf_model):
+    X, y = nan_data(seed)
+    x, z = X[:, 0], X[:, 1]
+    n = len(y)
+    kw = dict(max_depth=1, leaf_penalty=0.0, n_thresholds=None, leaf_model=leaf_model,
+              ridge_alpha=1e-3, min_samples_leaf=1)
+    if leaf_model == "linear":
+        kw["regression_features"] = [1]
+    model = CholeskyTreeRegressor(**kw).fit(X[:, :1] if leaf_model == "constant" else X, y)
+    if leaf_model == "constant":
+        loss = sse
+    else:
+        Zs = np.column_stack([np.ones(n), (z - z.mean()) / z.std()])
+        ridge = np.array([1e-12, n * 1e-3])
+
+        def loss(idx_mask):
+            return ridge_loss(Zs[idx_mask], y[idx_mask], ridge)
+
+    def score(left):
+        if leaf_model == "constant":
+            return sse(y[left]) + sse(y[~left])
+        return loss(left) + loss(~left)
+
+    missing = np.isnan(x)
+    values = np.unique(x[~missing])
+    candidates = []
+    for t in (values[:-1] + values[1:]) / 2:
+        below = ~missing & (x <= t)
+        candidates.append((score(below | missing), t, True))
+        candidates.append((score(below), t, False))
+    candidates.append((score(missing), -np.inf, True))
+    best = min(c[0] for c in candidates)
+    assert model.objective_ == pytest.approx(best, rel=1e-9)
+    tree = model.tree_
+    assert tree.feature[0] == 0
+    chosen = (tree.threshold[0], bool(tree.missing_go_left[0]))
+    (winner,) = [c for c in candidates if c[0] <= best * (1 + 1e-12)][:1]
+    assert chosen == (winner[1], winner[2])
+    # Refitting the other side of the missing rows is worse.
+    below = ~missing & (x <= tree.threshold[0])
+    other = score(below) if chosen[1] else score(below | missing)
+    assert score(below | missing if chosen[1] else below) < other
+
+
+def route(tree, x):
+    node = 0
+    while tree.children_left[node] != TREE_LEAF:
+        f = tree.feature[node]
+        v = x[f]
+        if np.isnan(v):
+            left = bool(tree.missing_go_left[node])
+        elif tree.is_categorical[node]:
+            left = int(v) in set(bitset_codes(tree.categories_left[node]).tolist())
+        else:
+            left = v <= tree.threshold[node]
+        node = tree.children_left[node] if left else tree.children_right[node]
+    return node
+
+
+def test_predictions_with_missing_values_follow_the_documented_rules():
+    X, y = nan_data(4, n=400)
+    X = np.column_stack([X, np.random.default_rng(4).normal(size=400)])
+    X[::7, 2] = np.nan
+    model = CLARITreeRegressor(max_depth=3).fit(X, y)
+    tree = model.tree_
+    np.testing.assert_array_equal(model.missing_features_, [0, 2])
+    present = ~np.isnan(X)
+    mean = np.array([X[present[:, j], j].mean() for j in range(3)])
+    np.testing.assert_allclose(tree.fill_value[model.regression_features_],
+                               mean[model.regression_features_], rtol=1e-12)
+    leaves = model.apply(X)
+    for i in range(0, 400, 3):
+        assert route(tree, X[i]) == leaves[i]
+        filled = np.where(np.isnan(X[i]), mean, X[i])
+        expected = tree.intercept[leaves[i]] + filled @ tree.coef[leaves[i]]
+        assert model.predict(X[i:i + 1])[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    # The leaf model of a missing regression feature: it adds nothing.
+    one = X[:1].copy()
+    one[0, 2] = np.nan
+    leaf = model.apply(one)[0]
+    filled = np.where(np.isnan(one[0]), mean, one[0])
+    assert model.predict(one)[0] == pytest.approx(
+        tree.intercept[leaf] + filled @ tree.coef[leaf], rel=1e-12)
+
+
+def test_splits_without_missing_rows_send_them_to_the_larger_child():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 3))
+    y = np.where(X[:, 0] > 0.5, X[:, 1], -X[:, 2]) + 0.1 * rng.normal(size=500)
+    model = CLARITreeRegressor(max_depth=3).fit(X, y)
+    tree = model.tree_
+    internal = np.flatnonzero(tree.children_left != TREE_LEAF)
+    assert internal.size >= 3
+    for node in internal:
+        bigger_left = (tree.n_node_samples[tree.children_left[node]]
+                       >= tree.n_node_samples[tree.children_right[node]])
+        assert tree.missing_go_left[node] == bigger_left
+    # With missing values in training, nodes their rows never reached do the same.
+    Xn = X.copy()
+    Xn[(X[:, 0] > 0.5) & (rng.random(500) < 0.3), 1] = np.nan
+    model = CLARITreeRegressor(max_depth=3).fit(Xn, y)
+    tree = model.tree_
+    paths = model.decision_path(Xn).toarray().astype(bool)
+    checked = 0
+    for node in np.flatnonzero(tree.children_left != TREE_LEAF):
+        f = tree.feature[node]
+        if not np.isnan(Xn[paths[:, node], f]).any():
+            left = tree.children_left[node]
+            right = tree.children_right[node]
+            assert tree.missing_go_left[node] == (
+                tree.weighted_n_node_samples[left] >= tree.weighted_n_node_samples[right])
+            checked += 1
+    assert checked >= 1
+
+
+def test_missing_values_do_not_change_the_other_columns_fit():
+    """A column made of NaN only is never split on and changes nothing else."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 2))
+    y = np.abs(X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=300)
+    base = CLARITreeRegressor(max_depth=3).fit(X, y)
+    with_nan = CLARITreeRegressor(max_depth=3, regression_features=[0, 1]).fit(
+        np.column_stack([X, np.full(300, np.nan)]), y)
+    assert 2 not in with_nan.tree_.feature
+    np.testing.assert_array_equal(with_nan.tree_.threshold, base.tree_.threshold)
+    assert with_nan.objective_ == pytest.approx(base.objective_, rel=1e-12)
+
+
+# -- categorical features ----------------------------------------------------
+
+
+def level_data(seed, n=240, k=6, missing=0.0):
+    rng = np.random.default_rng(seed)
+    levels = np.array([f"c{i}" for i in range(k)], dtype=object)
+    codes = rng.integers(0, k, size=n)
+    effect = rng.normal(size=k) * 2
+    y = effect[codes] + rng.normal(size=n)
+    col = levels[codes].copy()
+    if missing:
+        col[rng.random(n) < missing] = None
+    return pd.DataFrame({"cat": col}), y
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+@pytest.mark.parametrize("seed", range(4))
+def test_root_categorical_split_equals_brute_force_subsets(seed, missing):
+    X, y = level_data(seed, missing=missing)
+    model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant",
+                                  leaf_penalty=0.0).fit(X, y)
+    groups = X["cat"].fillna("<missing>").to_numpy()
+    names = sorted(set(groups))
+    best = np.inf
+    for r in range(1, len(names)):
+        for left in itertools.combinations(names, r):
+            mask = np.isin(groups, left)
+            best = min(best, sse(y[mask]) + sse(y[~mask]))
+    assert model.tree_.is_categorical[0] == 1
+    assert model.objective_ == pytest.approx(best, rel=1e-10)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**31 - 1), st.integers(2, 3),
+       st.sampled_from(["linear", "constant"]))
+def test_lookahead_never_worse_than_greedy_on_categorical_data(seed, depth, leaf_model):
+    rng = np.random.default_rng(seed)
+    n = 240
+    a = rng.choice(list("pqrst"), size=n).astype(object)
+    b = rng.choice(list("uvw"), size=n).astype(object)
+    x = rng.normal(size=n)
+    y = ((a == "p") ^ (b == "u")) * 2.0 + x * (a == "q") + 0.3 * rng.normal(size=n)
+    x[rng.random(n) < 0.1] = np.nan
+    X = pd.DataFrame({"a": a, "b": b, "x": x})
+    kw = dict(max_depth=depth, leaf_model=leaf_model, n_thresholds=8)
+    greedy = CholeskyTreeRegressor(**kw).fit(X, y).objective_
+    look = CLARITreeRegressor(lookahead_depth=1, **kw).fit(X, y).objective_
+    deeper = CLARITreeRegressor(lookahead_depth=2, **kw).fit(X, y).objective_
+    assert look <= greedy * (1 + 1e-9)
+    assert deeper <= greedy * (1 + 1e-9)
+
+
+def test_categorical_features_never_enter_leaf_models():
+    X, y = level_data(7)
+    X["x"] = np.random.default_rng(7).normal(size=len(y))
+    model = CLARITreeRegressor(max_depth=2).fit(X, y)
+    np.testing.assert_array_equal(model.regression_features_, [1])
+    assert np.all(model.leaf_coefs_[:, 0] == 0)
+
+
+def test_unseen_levels_follow_the_missing_direction():
+    X, y = level_data(8)
+    model = CholeskyTreeRegressor(max_depth=2, leaf_model="constant").fit(X, y)
+    unseen = pd.DataFrame({"cat": ["zzz", None]})
+    leaves = model.apply(unseen)
+    assert leaves[0] == leaves[1]
+    assert leaves[0] == route(model.tree_, np.array([np.nan]))
+
+
+# -- a mixed table through every export ------------------------------------
+
+
+def mixed_table(seed=0, n=500):
+    rng = np.random.default_rng(seed)
+    color = rng.choice(["red", "green", "blue", "black"], size=n).astype(object)
+    size = pd.Categorical(rng.choice(["S", "M", "L"], size=n), categories=["S", "M", "L"])
+    flag = rng.random(n) < 0.5
+    x = rng.normal(size=n)
+    z = rng.normal(size=n)
+    y = (np.where(np.isin(color, ["red", "blue"]), 2 * z, -z) + flag
+         + x * (np.asarray(size) == "L") + 0.1 * rng.normal(size=n))
+    x[rng.random(n) < 0.2] = np.nan
+    color[rng.random(n) < 0.1] = None
+    return pd.DataFrame({"color": color, "size": size, "flag": flag, "x": x, "z": z}), y
+
+
+@pytest.fixture(scope="module")
+def mixed_model():
+    X, y = mixed_table()
+    return CLARITreeRegressor(max_depth=3).fit(X, y), X, y
+
+
+def split_top(text, sep):
+    parts, depth, start = [], 0, 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        depth += ch in "({"
+        depth -= ch in ")}"
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def evaluate_clause(clause, frame, categorical):
+    """Rows of ``frame`` that satisfy one clause of a leaf_table rule."""
+    if clause.startswith("(") and clause.endswith(")"):
+        options = split_top(clause[1:-1], " or ")
+        return np.logical_or.reduce([evaluate_clause(o, frame, categorical) for o in options])
+    if m := re.fullmatch(r"(\w+) is missing", clause):
+        return missing_of(frame, m.group(1), categorical)
+    if m := re.fullmatch(r"(\w+) is not missing", clause):
+        return ~missing_of(frame, m.group(1), categorical)
+    if m := re.fullmatch(r"(\w+) in \{(.*)\}", clause):
+        levels = set(m.group(2).split(", "))
+        return frame[m.group(1)].map(lambda v: str(v) in levels).to_numpy(dtype=bool) \
+            & ~missing_of(frame, m.group(1), categorical)
+    if m := re.fullmatch(r"(\S+) < (\w+) <= (\S+)", clause):
+        x = frame[m.group(2)].to_numpy(dtype=float)
+        return (x > float(m.group(1))) & (x <= float(m.group(3)))
+    if m := re.fullmatch(r"(\w+) <= (\S+)", clause):
+        return frame[m.group(1)].to_numpy(dtype=float) <= float(m.group(2))
+    if m := re.fullmatch(r"(\w+) > (\S+)", clause):
+        return frame[m.group(1)].to_numpy(dtype=float) > float(m.group(2))
+    raise AssertionError(f"unparsed clause {clause!r}")
+
+
+def missing_of(frame, name, categorical):
+    col = frame[name]
+    missing = col.isna().to_numpy().copy()
+    if name in categorical:   # levels unseen in training count as missing
+        missing |= ~col.map(lambda v: str(v) in categorical[name]).to_numpy(dtype=bool)
+    return missing
+
+
+def test_leaf_table_rules_select_exactly_the_leaf_rows(mixed_model):
+    model, X, _ = mixed_model
+    table = leaf_table(model)
+    categorical = {name: {str(v) for v in model.categories_[j]}
+                   for j, name in enumerate(X.columns) if model.is_categorical_[j]}
+    leaves = model.apply(X)
+    # Rows with missing values reach several leaves: the rules must say so.
+    assert len(set(leaves[X["x"].isna().to_numpy()])) > 1
+    seen = np.zeros(len(X), dtype=bool)
+    for leaf, rule in zip(table["leaf"], table["rule"], strict=True):
+        mask = np.logical_and.reduce([evaluate_clause(c, X, categorical)
+                                      for c in split_top(rule, " and ")])
+        np.testing.assert_array_equal(mask, leaves == leaf, err_msg=rule)
+        seen |= mask
+    assert seen.all()
+    assert any("is missing" in r for r in table["rule"])
+    assert any(" in {" in r for r in table["rule"])
+
+
+def test_text_names_levels_and_missing_directions(mixed_model):
+    model, X, _ = mixed_model
+    text = export_text(model)
+    assert re.search(r"color in \{[a-z, ]+\}", text)
+    assert "or missing" in text or "is missing" in text
+    assert "onehot" not in text
+    # Every categorical split lists each level on exactly one side.
+    tree = model.tree_
+    for node in np.flatnonzero(tree.is_categorical):
+        f = tree.feature[node]
+        left = set(bitset_codes(tree.categories_left[node]).tolist())
+        assert left <= set(range(len(model.categories_[f])))
+
+
+def test_json_round_trip_is_bit_identical_on_mixed_tables(mixed_model):
+    model, X, _ = mixed_model
+    clone = from_dict(json.loads(json.dumps(to_dict(model))))
+    new = X.copy()
+    new.loc[new.index[:5], "color"] = "purple"        # unseen level
+    new.loc[new.index[5:10], "x"] = np.nan
+    for frame in (X, new):
+        np.testing.assert_array_equal(clone.predict(frame), model.predict(frame))
+        np.testing.assert_array_equal(clone.apply(frame), model.apply(frame))
+    assert export_text(clone) == export_text(model)
+    pd.testing.assert_frame_equal(leaf_table(clone), leaf_table(model))
+    for j in range(X.shape[1]):
+        if model.categories_[j] is None:
+            assert clone.categories_[j] is None
+        else:
+            assert list(clone.categories_[j]) == list(model.categories_[j])
+
+
+def test_graphviz_and_plot_carry_levels_and_missing(mixed_model):
+    model, _, _ = mixed_model
+    dot = export_graphviz(model)
+    assert re.search(r'label="(in \{|color in \{)', dot) or "in {" in dot
+    assert "missing" in dot
+    fig, ax = plt.subplots(figsize=(14, 6))
+    plot_tree(model, ax=ax)
+    texts = [t.get_text() for t in ax.texts]
+    assert any(" in {" in t for t in texts)
+    assert any("missing" in t for t in texts)
+    plt.close(fig)
+
+
+def test_old_json_without_missing_and_category_fields_still_loads():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(200, 2))
+    y = X[:, 0] * (X[:, 1] > 0) + 0.1 * rng.normal(size=200)
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    data = to_dict(model)
+    for key in ("missing_go_left", "is_categorical", "categories_left",
+                "weighted_n_node_samples", "fill_value"):
+        del data["tree"][key]
+    del data["preparation"]
+    clone = from_dict(json.loads(json.dumps(data)))
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
