@@ -324,7 +324,8 @@ def _equation(intercept, coef, names, digits, sep=" ", max_terms=None):
         sign = "-" if c < 0 else "+"
         parts.append(f"{sign} {_num(abs(c), digits)} * {names[j]}")
     if hidden:
-        parts.append(f"+ ... ({hidden} smaller terms)")
+        # Drawings (one term per line) need the short form.
+        parts.append(f"+ {hidden} more" if sep == "\n" else f"+ ... ({hidden} smaller terms)")
     return sep.join(parts)
 
 
@@ -1022,7 +1023,7 @@ def _layout(children):
 
 def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
               exact_thresholds=False, fontsize=None, show_samples=True, max_terms=None,
-              decimals=_UNSET):
+              orientation="top-down", decimals=_UNSET):
     """Draw a fitted tree with matplotlib.
 
     For the binary CLARITree family, internal nodes show their test
@@ -1048,12 +1049,16 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
         Draw the model's own thresholds (see :func:`export_text`).
     fontsize : float, optional
         Text size; by default it shrinks with the number of leaves and until
-        neighbouring leaves fit side by side.
+        neighbouring boxes no longer overlap.
     show_samples : bool, default=True
         Show the number of training rows reaching each node.
     max_terms : int or None, default=None
         Show at most this many terms of each leaf equation (see
         :func:`export_text`).
+    orientation : {"top-down", "left-right"}, default="top-down"
+        Root at the top and leaves side by side, or root at the left and
+        leaves stacked: the latter keeps the text of wide trees (many
+        leaves) readable in a tall figure.
     decimals : int or None
         Former name of ``significant_digits`` (deprecated).
 
@@ -1088,58 +1093,94 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
             edges[node] = [""] * len(kids)
     # One term per line keeps wide equations readable inside a node box.
     texts = [t.replace(" + ", "\n+ ").replace(" - ", "\n- ") for t in texts]
+    if orientation not in ("top-down", "left-right"):
+        raise ValueError(f"orientation must be 'top-down' or 'left-right', got {orientation!r}")
+    across = orientation == "left-right"
     if ax is None:
         ax = plt.gca()
     x, depth, n_leaves = _layout(children)
     max_depth = int(depth.max())
+
+    def at(node, other=None, f=0.0):
+        """Data position of ``node`` (or a fraction ``f`` of the way to ``other``)."""
+        slot, level = x[node], depth[node]
+        if other is not None:
+            slot, level = (1 - f) * slot + f * x[other], (1 - f) * level + f * depth[other]
+        return (level, -slot) if across else (slot, -level)
+
     auto_size = fontsize is None
     if auto_size:
-        fontsize = float(np.clip(16.0 - 1.2 * n_leaves, 6.0, 10.0))
+        fontsize = float(np.clip(16.0 - 1.2 * n_leaves, 6.0, 10.0)) if not across else 10.0
     ax.set_axis_off()
-    ax.set_xlim(-0.6, n_leaves - 0.4)
-    ax.set_ylim(-max_depth - 0.3, 0.3)
-    artists = []
+    if across:
+        ax.set_xlim(-0.5, max_depth + 0.9)
+        ax.set_ylim(-n_leaves + 0.4, 0.6)
+    else:
+        ax.set_xlim(-0.6, n_leaves - 0.4)
+        ax.set_ylim(-max_depth - 0.3, 0.3)
+    artists, inner = [], []
     for node, kids in enumerate(children):
         middle = (len(kids) - 1) / 2
         for i, (child, edge) in enumerate(zip(kids, edges[node], strict=True)):
-            ax.plot([x[node], x[child]], [-depth[node], -depth[child]],
-                    color="0.5", linewidth=1.0, zorder=1)
+            (x0, y0), (x1, y1) = at(node), at(child)
+            ax.plot([x0, x1], [y0, y1], color="0.5", linewidth=1.0, zorder=1)
             if not edge:
                 continue
             # Binary labels grow away from their sibling's; interval labels sit
             # near their child, where siblings are furthest apart.
             if binary:
-                ha, f = ("right" if i < middle else "left"), 0.5
+                ha, f = ("center" if across else "right" if i < middle else "left"), 0.5
             else:
                 ha, f = "center", 0.7
-            artists.append(ax.text(
-                (1 - f) * x[node] + f * x[child], -((1 - f) * depth[node] + f * depth[child]),
-                edge, ha=ha, va="center", fontsize=fontsize * 0.8, zorder=3,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
-                      "alpha": 0.9}))
+            label = ax.text(
+                *at(node, child, f), edge, ha=ha, va="center", fontsize=fontsize * 0.8,
+                zorder=3, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                                "alpha": 0.9})
+            artists.append(label)
+            inner.append(label)
+    leaf_boxes = []
     for node, text in enumerate(texts):
         if show_samples:
             text += f"\nsamples = {int(n_samples[node])}"
         face = "#e5f0fa" if is_leaf[node] else "#f7f7f7"
-        artists.append(ax.text(
-            x[node], -depth[node], text, ha="center",
-            va="top" if is_leaf[node] else "center", fontsize=fontsize, zorder=4,
-            bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": "0.3"}))
+        if across:
+            ha, va = ("left" if is_leaf[node] else "center"), "center"
+        else:
+            ha, va = "center", ("top" if is_leaf[node] else "center")
+        box = ax.text(*at(node), text, ha=ha, va=va, fontsize=fontsize, zorder=4,
+                      bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": "0.3"})
+        artists.append(box)
+        (leaf_boxes if is_leaf[node] else inner).append(box)
     _fit_limits(ax, artists)
     if auto_size:
-        _shrink_to_fit(ax, artists, [a for a, leaf in zip(artists[-len(texts):], is_leaf,
-                                                         strict=True) if leaf])
+        _shrink_to_fit(ax, artists, leaf_boxes, inner if across else [], across)
     return ax
 
 
-def _shrink_to_fit(ax, artists, leaf_boxes):
-    """Scale the font down until neighbouring leaf boxes no longer overlap."""
+def _shrink_to_fit(ax, artists, leaf_boxes, level_boxes=(), across=False):
+    """Scale the font down until neighbouring boxes no longer overlap.
+
+    Leaves must fit their slot (its width top-down, its height left-right);
+    left-right, boxes inside the tree must also fit between two levels.
+    """
     renderer = ax.figure.canvas.get_renderer()
-    widest = max(b.get_window_extent(renderer=renderer).width for b in leaf_boxes)
-    x0, x1 = ax.transData.transform([(0.0, 0.0), (1.0, 0.0)])[:, 0]
-    spacing = abs(x1 - x0)  # one leaf slot, in pixels
-    if widest > 0.95 * spacing:
-        scale = 0.95 * spacing / widest
+    (x0, y0), (x1, y1) = ax.transData.transform([(0.0, 0.0), (1.0, 1.0)])
+    unit_x, unit_y = abs(x1 - x0), abs(y1 - y0)  # one slot or level, in pixels
+
+    def extent(text):  # the drawn box, padding included
+        text.update_bbox_position_size(renderer)
+        patch = text.get_bbox_patch()
+        return (patch or text).get_window_extent(renderer=renderer)
+
+    extents = [extent(b) for b in leaf_boxes]
+    if across:
+        scale = 0.95 * unit_y / max(e.height for e in extents)
+        if level_boxes:
+            widest = max(extent(b).width for b in level_boxes)
+            scale = min(scale, 0.9 * unit_x / widest)
+    else:
+        scale = 0.95 * unit_x / max(e.width for e in extents)
+    if scale < 1:
         for artist in artists:
             artist.set_fontsize(max(4.0, artist.get_fontsize() * scale))
 

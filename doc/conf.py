@@ -48,7 +48,9 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["clarytree.css"]
+html_js_files = ["enlarge.js"]
 
 # MBNDT needs torch to fit; its documentation is built only when it imports.
 HAVE_MBNDT = (importlib.util.find_spec("torch") is not None
@@ -58,14 +60,22 @@ HAVE_MBNDT = (importlib.util.find_spec("torch") is not None
 def _write_mbndt_api():
     """Generate the MBNDT API page for this build (a note when it cannot import)."""
     target = HERE / "api_mbndt.rst"
-    title = "MBNDT multi-branch trees\n========================\n\n"
+    title = "clarytree.mbndt: MBNDT multi-branch trees\n" + "=" * 41 + "\n\n"
     if HAVE_MBNDT:
         text = title + (
+            ".. automodule:: clarytree.mbndt\n"
+            "   :no-members:\n\n"
             ".. currentmodule:: clarytree.mbndt\n\n"
+            "Estimators\n----------\n\n"
             ".. autosummary::\n"
             "   :toctree: generated/\n\n"
             "   MBNDTClassifier\n"
-            "   MBNDTRegressor\n"
+            "   MBNDTRegressor\n\n"
+            "Export\n------\n\n"
+            "``clarytree.mbndt.export_text`` is :func:`clarytree.export_text`; "
+            ":func:`~clarytree.leaf_table`, :func:`~clarytree.to_dict`, "
+            ":func:`~clarytree.from_dict`, :func:`~clarytree.export_graphviz` and "
+            ":func:`~clarytree.plot_tree` take fitted MBNDT estimators too.\n"
         )
     else:
         text = title + (
@@ -92,6 +102,8 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "plot_gallery": "True",
     "abort_on_example_error": True,
+    # A second, double-resolution file per figure: sharp when opened full size.
+    "image_srcset": ["2x"],
 }
 
 os.environ.setdefault("MPLBACKEND", "Agg")

@@ -340,6 +340,27 @@ def test_plot_tree_renders_png(model):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
 
 
+def test_plot_tree_left_right_stacks_leaves_without_overlap(data):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=3, leaf_penalty=0.0).fit(X, y)
+    assert model.get_n_leaves() >= 5
+    fig, ax = plt.subplots(figsize=(8, 10))
+    plot_tree(model, ax=ax, orientation="left-right")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    leaves = [t for t in ax.texts if t.get_text().startswith("leaf ")]
+    boxes = sorted((t.get_bbox_patch().get_window_extent(renderer) for t in leaves),
+                   key=lambda b: -b.y1)
+    assert len(boxes) == model.get_n_leaves()
+    # Stacked top to bottom in preorder, each below the previous one.
+    for upper, lower in zip(boxes[:-1], boxes[1:], strict=True):
+        assert lower.y1 <= upper.y0 + 1e-6
+    assert min(t.get_fontsize() for t in leaves) >= 6
+    plt.close(fig)
+    with pytest.raises(ValueError, match="orientation"):
+        plot_tree(model, orientation="sideways")
+
+
 def test_plot_partition_one_and_two_features():
     X, y = make_piecewise_linear(n_samples=300, n_features=1, n_regimes=3, noise=0.05,
                                  random_state=1)

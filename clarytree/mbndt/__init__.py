@@ -9,17 +9,11 @@ Training needs PyTorch (``pip install clarytree[torch]``); it is imported only
 inside ``fit``.  A fitted estimator holds plain numpy arrays and scikit-learn
 transformers only, so it pickles, loads and predicts without torch.
 
-Estimators
-----------
-MBNDTClassifier
-    Multi-branch tree classifier (binary and multiclass).
-MBNDTRegressor
-    Multi-branch tree regressor.
-
-``export_text`` is :func:`clarytree.export_text` (one renderer for both tree
-families); :func:`clarytree.leaf_table`, :func:`clarytree.to_dict`,
-:func:`clarytree.export_graphviz` and :func:`clarytree.plot_tree` accept
-fitted MBNDT estimators as well.
+The estimators are :class:`MBNDTClassifier` (binary and multiclass) and
+:class:`MBNDTRegressor`. ``export_text`` is :func:`clarytree.export_text`
+(one renderer for both tree families); :func:`clarytree.leaf_table`,
+:func:`clarytree.to_dict`, :func:`clarytree.export_graphviz` and
+:func:`clarytree.plot_tree` accept fitted MBNDT estimators as well.
 """
 
 from .._export import export_text

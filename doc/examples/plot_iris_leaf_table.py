@@ -35,8 +35,9 @@ for name, est in [("linear regression", LinearRegression()),
 # %%
 # Fitted on all flowers, the tree splits once, at a petal length of 4.9 cm
 # (about where versicolor ends and virginica begins); the leaf penalty prunes
-# further splits that do not buy one point of R^2 each. Thresholds are printed
-# exactly; coefficients are rounded to three significant digits.
+# further splits that do not buy one point of R^2 each. Thresholds print as the
+# shortest decimals that send the training rows where the model does,
+# coefficients with four significant digits.
 model.fit(X, y)
 print(export_text(model))
 
@@ -44,7 +45,7 @@ print(export_text(model))
 # The same leaves as a table: the rule that selects each leaf, its training
 # rows, and its intercept and coefficients in centimetres. This is everything
 # needed to reimplement the model elsewhere.
-leaf_table(model).round(3)
+leaf_table(model)
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5))
