@@ -408,8 +408,116 @@ def fit_one_classification(task, X_train, y_train, X_eval, y_eval):
     return row
 
 
+# Methods whose inner CV is one CLARITreeRegressorCV fit per outer split and
+# whose lambda refits are leaf-penalty paths (one search per kappa).
+CLARYTREE_METHODS = {"lookahead1", "lookahead2", "greedy"}
+
+
+def _clarytree_params(method, cfg):
+    return {"max_depth": cfg["max_depth"], "n_thresholds": cfg["n_thresholds"],
+            "threshold_strategy": "quantile",
+            "lookahead_depth": 0 if method == "greedy" else int(method[-1])}
+
+
+def _base_row(task, **values):
+    row = {k: task.get(k, "") for k in FIELDS}
+    row.update(timed_out=False, selected=False, max_depth=task["cfg"]["max_depth"],
+               n_thresholds=task["cfg"]["n_thresholds"])
+    row.update(values)
+    return row
+
+
+def cv_clarytree(task, X, y):
+    """The inner CV of one outer split, by ``CLARITreeRegressorCV``.
+
+    One (fold, kappa) task grows the trees of every lambda in one search.
+    Returns one row per (fold, lambda, kappa), as the fit-per-pair loop
+    wrote them (``fit_time_s``: the path's time divided over its lambdas;
+    no train scores).
+    """
+    from clarytree import CLARITreeRegressorCV
+
+    cfg, train = task["cfg"], task["train_idx"]
+    lams, kaps = task["lambdas"], task["kappas"]
+    position = np.empty(X.shape[0], dtype=np.intp)
+    position[train] = np.arange(train.shape[0])
+    folds = [(position[a], position[b]) for a, b in task["folds"]]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = CLARITreeRegressorCV(
+                leaf_penalties=lams, ridge_alphas=kaps, cv=folds, refit=False, n_jobs=1,
+                **_clarytree_params(task["method"], cfg))
+            model.fit(X[train], y[train])
+    except Exception as exc:  # a failed CV is rows, not a crash
+        if task.get("debug"):
+            traceback.print_exc()
+        return [_base_row(task, kind="cv", fold=f, leaf_penalty=lam, ridge_alpha=kap,
+                          eval_r2=float("nan"),
+                          note=f"error: {type(exc).__name__}: {exc}"[:300])
+                for f in range(len(folds)) for lam in lams for kap in kaps]
+    res, rows = model.cv_results_, []
+    for c, pair in enumerate(res["params"]):
+        i, j = lams.index(pair["leaf_penalty"]), kaps.index(pair["ridge_alpha"])
+        seconds = float(res["mean_fit_time"][c])
+        for f, (tr, ev) in enumerate(folds):
+            score = float(res[f"split{f}_test_score"][c])
+            rows.append(_base_row(
+                task, kind="cv", fold=f, leaf_penalty=pair["leaf_penalty"],
+                ridge_alpha=pair["ridge_alpha"], n_train=len(tr), n_eval=len(ev),
+                eval_r2=score, metric="r2", eval_score=score, fit_time_s=seconds,
+                n_leaves=int(model.n_leaves_path_[i, j, f]),
+                timed_out=seconds > cfg["time_limit"], note="CLARITreeRegressorCV"))
+    return rows
+
+
+def path_clarytree(task, X, y):
+    """Refits on an outer training set along lambda, one path per kappa.
+
+    ``task["lambdas"]`` are the lambdas whose CV-best kappa is
+    ``task["ridge_alpha"]``; returns one ``path`` row per lambda.
+    """
+    from clarytree import CholeskyTreeRegressor, CLARITreeRegressor, leaf_penalty_path
+
+    cfg, tr, ev = task["cfg"], task["train_idx"], task["eval_idx"]
+    params = _clarytree_params(task["method"], cfg)
+    lookahead = params.pop("lookahead_depth")
+    est = (CholeskyTreeRegressor(ridge_alpha=task["ridge_alpha"], **params) if lookahead == 0
+           else CLARITreeRegressor(lookahead_depth=lookahead, ridge_alpha=task["ridge_alpha"],
+                                   **params))
+    lams = task["lambdas"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c0, t0 = time.thread_time(), time.perf_counter()
+            path = leaf_penalty_path(est, X[tr], y[tr], lams)
+            seconds = (time.perf_counter() - t0) / len(lams)
+            cpu = (time.thread_time() - c0) / len(lams)
+    except Exception as exc:  # a failed path is rows, not a crash
+        if task.get("debug"):
+            traceback.print_exc()
+        return [_base_row(task, leaf_penalty=lam, eval_r2=float("nan"),
+                          note=f"error: {type(exc).__name__}: {exc}"[:300]) for lam in lams]
+    rows = []
+    for lam, model in zip(lams, path, strict=True):
+        train_r2 = _r2_mse(y[tr], model.predict(X[tr]))[0]
+        eval_r2, eval_mse = _r2_mse(y[ev], model.predict(X[ev]))
+        rows.append(_base_row(
+            task, leaf_penalty=lam, n_train=len(tr), n_eval=len(ev), train_r2=train_r2,
+            eval_r2=eval_r2, eval_mse=eval_mse, metric="r2", train_score=train_r2,
+            eval_score=eval_r2, fit_time_s=seconds, fit_cpu_s=cpu,
+            n_leaves=model.get_n_leaves(), mean_path_length=_mean_path_length(model, X[ev]),
+            timed_out=seconds > cfg["time_limit"], selected=lam in task["selected"],
+            note="leaf_penalty_path"))
+    return rows
+
+
 def _run_task(task, data):
     X, y = data
+    if task.get("kind") == "cv" and task["method"] in CLARYTREE_METHODS:
+        return cv_clarytree(task, X, y)
+    if task.get("kind") == "path" and "lambdas" in task:
+        return path_clarytree(task, X, y)
     tr, ev = task["train_idx"], task["eval_idx"]
     if hasattr(X, "iloc"):  # classification tables are DataFrames
         Xtr = X.iloc[tr].reset_index(drop=True)
@@ -472,7 +580,8 @@ class Runner:
                 delayed(_run_task)(t, datasets[t["dataset"]]) for t in tasks
             )
             for i, row in enumerate(gen, 1):
-                rows.append(row)
+                # clarytree's CV and path tasks return one row per lambda.
+                rows.extend(row if isinstance(row, list) else [row])
                 if self.verbose and (i % 50 == 0 or i == len(tasks)):
                     print(f"  [{label}] {i}/{len(tasks)} fits, {time.perf_counter() - t0:.0f}s",
                           flush=True)
@@ -640,14 +749,21 @@ def run(args, datasets, methods):
         # Phase 1: inner CV over the grid.
         tasks = []
         for name, method, splits in plans:
-            for s, (_, _, folds) in splits.items():
+            for s, (train, _, folds) in splits.items():
+                if method in CLARYTREE_METHODS:
+                    tasks.append({"dataset": name, "method": method, "kind": "cv",
+                                  "outer_split": s, "lambdas": list(args.lambdas),
+                                  "kappas": list(args.kappas), "cfg": cfg,
+                                  "train_idx": train, "folds": folds, "debug": args.debug})
+                    continue
                 for f, (tr, va) in enumerate(folds):
                     for lam, kap in grid_for(method, args.lambdas, args.kappas):
                         tasks.append({"dataset": name, "method": method, "kind": "cv",
                                       "outer_split": s, "fold": f, "leaf_penalty": lam,
                                       "ridge_alpha": kap, "cfg": cfg, "train_idx": tr,
                                       "eval_idx": va, "debug": args.debug})
-        print(f"phase 1: {len(tasks)} CV fits", flush=True)
+        print(f"phase 1: {len(tasks)} CV tasks (clarytree: one CLARITreeRegressorCV per "
+              "outer split)", flush=True)
         cv_rows = runner.map(tasks, data, "cv")
         rows.extend(cv_rows)
 
@@ -659,6 +775,19 @@ def run(args, datasets, methods):
                         and r["outer_split"] == s]
                 by_lambda, best = select(mine)
                 lams = args.lambdas if args.path else ([best[0]] if best else [])
+                if method in CLARYTREE_METHODS:
+                    # One leaf-penalty path per CV-best kappa.
+                    for kap in dict.fromkeys(by_lambda[lam] for lam in lams
+                                             if lam in by_lambda):
+                        group = [lam for lam in lams if by_lambda.get(lam) == kap]
+                        chosen = [lam for lam in group if best is not None
+                                  and lam == best[0] and _same(kap, best[1])]
+                        tasks.append({"dataset": name, "method": method, "kind": "path",
+                                      "outer_split": s, "fold": "", "lambdas": group,
+                                      "ridge_alpha": kap, "selected": chosen, "cfg": cfg,
+                                      "train_idx": train, "eval_idx": test,
+                                      "debug": args.debug})
+                    continue
                 for lam in lams:
                     if lam not in by_lambda:
                         continue
@@ -671,9 +800,11 @@ def run(args, datasets, methods):
                                   and _same(kap, best[1])})
         print(f"phase 2: {len(tasks)} refits", flush=True)
         sel = {(t["dataset"], t["method"], t["outer_split"], t["leaf_penalty"]): t["selected"]
-               for t in tasks}
+               for t in tasks if "lambdas" not in t}
         for r in runner.map(tasks, data, "refit"):
-            r["selected"] = sel[(r["dataset"], r["method"], r["outer_split"], r["leaf_penalty"])]
+            key = (r["dataset"], r["method"], r["outer_split"], r["leaf_penalty"])
+            if key in sel:
+                r["selected"] = sel[key]
             rows.append(r)
     finally:
         runner.close()

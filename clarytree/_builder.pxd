@@ -84,6 +84,39 @@ cdef class BuildContext:
                               Workspace* ws) except -1 nogil
 
 
+cdef class PathState:
+    # The leaf-penalty path: the trees of several leaf costs grown in one
+    # search.  Per depth and cost, the node's leaf objective, the subtree
+    # objectives of the (depth, side) slots, the incumbent bound and winner,
+    # the node ids; three cost lists per depth (active, needing a right
+    # completion, sharing one winner); candidate scores per depth and cost;
+    # one output tree per cost.
+    cdef readonly Py_ssize_t n_costs
+    cdef Py_ssize_t levels
+    cdef double[::1] costs                   # lambda * TSS per grid entry
+    cdef double[:, ::1] leaf_objective       # (levels, n_costs)
+    cdef double[:, :, ::1] values            # (levels, 2, n_costs)
+    cdef double[:, ::1] bound                # (levels, n_costs)
+    cdef Py_ssize_t[:, ::1] winner           # (levels, n_costs)
+    cdef Py_ssize_t[:, ::1] node_id          # (levels, n_costs)
+    cdef Py_ssize_t[:, ::1] right_id         # (levels, n_costs)
+    cdef Py_ssize_t[:, :, ::1] groups        # (levels, 3, n_costs)
+    cdef double** scores                     # per depth: (candidates, n_costs)
+    cdef Py_ssize_t* score_capacity
+    cdef NodeRecord** nodes                  # per cost
+    cdef double** coefs
+    cdef Py_ssize_t* node_count
+    cdef Py_ssize_t* node_capacity
+
+    cdef double* reserve_scores(self, Py_ssize_t depth,
+                                Py_ssize_t n_cand) except NULL nogil
+    cdef Py_ssize_t push_node(self, Py_ssize_t g, Criterion criterion, Py_ssize_t depth,
+                              Py_ssize_t n_samples, double loss, const double* acc,
+                              Workspace* ws) except -1 nogil
+    cdef void set_split(self, Py_ssize_t g, Py_ssize_t node, Py_ssize_t feature,
+                        Py_ssize_t bin, Py_ssize_t left, Py_ssize_t right) noexcept nogil
+
+
 cdef class TreeBuilder:
     cdef readonly BuildContext ctx
     cdef Splitter splitter                   # the context's, for short access
@@ -106,6 +139,21 @@ cdef class TreeBuilder:
                                const double* parent_total, const double* parent_hist,
                                const unsigned long long* parent_keys) noexcept nogil
 
+    # The leaf-penalty path: grow for the costs ``group`` of ``path`` at
+    # once, writing each cost g's objective to out[g]; choose_path writes
+    # each active cost's winner (an index into ws.cand[depth], -1: none).
+    cdef int grow_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                       Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                       bint emit, const Py_ssize_t* group, Py_ssize_t n_group,
+                       double* out) except -1 nogil
+    cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                         Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                         const Py_ssize_t* group, Py_ssize_t n_group) except -1 nogil
+    cdef int _last_level_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                              Py_ssize_t end, Py_ssize_t depth, int side, bint emit,
+                              const Py_ssize_t* group, Py_ssize_t n_group,
+                              double* out) except -1 nogil
+
 
 cdef class GreedyBuilder(TreeBuilder):
     pass
@@ -126,3 +174,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     const Candidate* c, CarryState* carry, double bound,
                     double* score) except -1 nogil
+    cdef int _score_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                         Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                         const Candidate* c, CarryState* carry, const Py_ssize_t* group,
+                         Py_ssize_t n_group, double* score) except -1 nogil

@@ -290,6 +290,144 @@ cdef class BuildContext:
         return out
 
 
+cdef class PathState:
+    """The leaf-penalty path's state: several leaf costs searched at once.
+
+    Parameters
+    ----------
+    leaf_costs : ndarray of float64
+        The leaf costs (lambda * TSS, in the criterion's units), one tree
+        each, in the order the results are returned.
+    max_depth : int
+        That of the build context the path runs in.
+    """
+
+    def __cinit__(self):
+        self.scores = NULL
+        self.score_capacity = NULL
+        self.nodes = NULL
+        self.coefs = NULL
+        self.node_count = NULL
+        self.node_capacity = NULL
+
+    def __init__(self, const double[::1] leaf_costs, Py_ssize_t max_depth):
+        cdef Py_ssize_t n = leaf_costs.shape[0], levels = max_depth + 2
+        if n < 1:
+            raise ValueError("the path needs at least one leaf cost")
+        self.n_costs = n
+        self.levels = levels
+        self.costs = np.array(leaf_costs, dtype=np.float64)
+        self.leaf_objective = np.zeros((levels, n))
+        self.values = np.zeros((levels, 2, n))
+        self.bound = np.zeros((levels, n))
+        self.winner = np.zeros((levels, n), dtype=np.intp)
+        self.node_id = np.zeros((levels, n), dtype=np.intp)
+        self.right_id = np.zeros((levels, n), dtype=np.intp)
+        self.groups = np.zeros((levels, 3, n), dtype=np.intp)
+        self.scores = <double**>calloc(levels, sizeof(double*))
+        self.score_capacity = <Py_ssize_t*>calloc(levels, sizeof(Py_ssize_t))
+        self.nodes = <NodeRecord**>calloc(n, sizeof(NodeRecord*))
+        self.coefs = <double**>calloc(n, sizeof(double*))
+        self.node_count = <Py_ssize_t*>calloc(n, sizeof(Py_ssize_t))
+        self.node_capacity = <Py_ssize_t*>calloc(n, sizeof(Py_ssize_t))
+        if (self.scores == NULL or self.score_capacity == NULL or self.nodes == NULL
+                or self.coefs == NULL or self.node_count == NULL
+                or self.node_capacity == NULL):
+            raise MemoryError("could not allocate the path's buffers")
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.scores != NULL:
+            for i in range(self.levels):
+                free(self.scores[i])
+        if self.nodes != NULL and self.coefs != NULL:
+            for i in range(self.n_costs):
+                free(self.nodes[i])
+                free(self.coefs[i])
+        free(self.scores)
+        free(self.score_capacity)
+        free(self.nodes)
+        free(self.coefs)
+        free(self.node_count)
+        free(self.node_capacity)
+
+    cdef double* reserve_scores(self, Py_ssize_t depth,
+                                Py_ssize_t n_cand) except NULL nogil:
+        cdef double* s
+        if n_cand > self.score_capacity[depth]:
+            s = <double*>realloc(self.scores[depth], n_cand * self.n_costs * sizeof(double))
+            if s == NULL:
+                with gil:
+                    raise MemoryError("could not allocate the path's candidate scores")
+            self.scores[depth] = s
+            self.score_capacity[depth] = n_cand
+        return self.scores[depth]
+
+    cdef Py_ssize_t push_node(self, Py_ssize_t g, Criterion criterion, Py_ssize_t depth,
+                              Py_ssize_t n_samples, double loss, const double* acc,
+                              Workspace* ws) except -1 nogil:
+        cdef Py_ssize_t p = criterion.p, capacity, node
+        cdef NodeRecord* nodes
+        cdef double* coefs
+        if self.node_count[g] == self.node_capacity[g]:
+            capacity = max(2 * self.node_capacity[g], 64)
+            nodes = <NodeRecord*>realloc(self.nodes[g], capacity * sizeof(NodeRecord))
+            if nodes != NULL:
+                self.nodes[g] = nodes
+            coefs = <double*>realloc(self.coefs[g], capacity * p * sizeof(double))
+            if coefs != NULL:
+                self.coefs[g] = coefs
+            if nodes == NULL or coefs == NULL:
+                with gil:
+                    raise MemoryError("could not allocate tree nodes")
+            self.node_capacity[g] = capacity
+        node = self.node_count[g]
+        self.node_count[g] += 1
+        nodes = self.nodes[g]
+        nodes[node].left_child = TREE_LEAF
+        nodes[node].right_child = TREE_LEAF
+        nodes[node].feature = TREE_UNDEFINED
+        nodes[node].bin = TREE_UNDEFINED
+        nodes[node].n_samples = n_samples
+        nodes[node].depth = depth
+        nodes[node].loss = loss
+        criterion.coef(acc, &self.coefs[g][node * p], &ws.sw.crit)
+        return node
+
+    cdef void set_split(self, Py_ssize_t g, Py_ssize_t node, Py_ssize_t feature,
+                        Py_ssize_t bin, Py_ssize_t left, Py_ssize_t right) noexcept nogil:
+        cdef NodeRecord* rec = &self.nodes[g][node]
+        rec.feature = feature
+        rec.bin = bin
+        rec.left_child = left
+        rec.right_child = right
+
+    def _arrays(self, Py_ssize_t g, Py_ssize_t p):
+        cdef Py_ssize_t i, j, count = self.node_count[g]
+        cdef NodeRecord* nodes = self.nodes[g]
+        cdef double* coefs = self.coefs[g]
+        out = {
+            "children_left": np.empty(count, dtype=np.intp),
+            "children_right": np.empty(count, dtype=np.intp),
+            "feature": np.empty(count, dtype=np.intp),
+            "bin": np.empty(count, dtype=np.intp),
+            "n_node_samples": np.empty(count, dtype=np.intp),
+            "depth": np.empty(count, dtype=np.intp),
+            "node_objective": np.empty(count, dtype=np.float64),
+            "coef": np.empty((count, p), dtype=np.float64),
+        }
+        for i in range(count):
+            out["children_left"][i] = nodes[i].left_child
+            out["children_right"][i] = nodes[i].right_child
+            out["feature"][i] = nodes[i].feature
+            out["bin"][i] = nodes[i].bin
+            out["n_node_samples"][i] = nodes[i].n_samples
+            out["depth"][i] = nodes[i].depth
+            out["node_objective"][i] = nodes[i].loss
+            for j in range(p):
+                out["coef"][i, j] = coefs[i * p + j]
+        return out
+
 cdef class TreeBuilder:
     """Template: grows the tree minimizing sum of leaf losses + leaf_cost * n_leaves.
 
@@ -440,6 +578,170 @@ cdef class TreeBuilder:
             self.ctx.total(ws, d, 1 - small), self.ctx.hist(ws, d, 1 - small),
             self.ctx.keys(ws, d, 1 - small))
 
+    # ------------------------------------------------------------------
+    # The leaf-penalty path
+    #
+    # The leaf cost never changes which splits a node admits, its greedy
+    # split, its candidate list or how a completion partitions rows: it only
+    # decides the stop test, the candidates' scores, the winner and the
+    # keep-or-prune test.  So the path runs this template once for a group
+    # of costs, each cost keeping its own decisions with the very
+    # arithmetic of a single-cost build, and costs that pick the same split
+    # recurse together.
+
+    def build_path(self, PathState path):
+        """Grow the tree of every leaf cost of ``path`` in one search.
+
+        Returns
+        -------
+        results : list of (objective, nodes)
+            Per leaf cost, in ``path``'s order, what :meth:`build` returns
+            for a context with that leaf cost.
+        """
+        cdef BuildContext ctx = self.ctx
+        cdef Workspace* ws = &ctx.ws[0]
+        cdef Py_ssize_t n = ctx.splitter.n_samples, g
+        cdef Py_ssize_t* group = &path.groups[0, 0, 0]
+        cdef double[::1] out = np.full(path.n_costs, INFINITY)
+        if path.levels != ctx.levels:
+            raise ValueError("the path state was made for another max_depth")
+        for g in range(path.n_costs):
+            path.node_count[g] = 0
+            group[g] = g
+        ctx._start()
+        with nogil:
+            ctx.splitter.node_stats(&ws.sw, 0, n, ctx.total(ws, 0, 0),
+                                    ctx.hist(ws, 0, 0), ctx.keys(ws, 0, 0))
+            self.grow_path(ws, path, 0, n, 0, 0, ctx.max_depth, True, group,
+                           path.n_costs, &out[0])
+        return [(out[g], path._arrays(g, self.criterion.p)) for g in range(path.n_costs)]
+
+    cdef int grow_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                       Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                       bint emit, const Py_ssize_t* group, Py_ssize_t n_group,
+                       double* out) except -1 nogil:
+        """:meth:`grow` for each cost ``g`` of ``group``: its objective in ``out[g]``.
+
+        Writes only ``group``'s entries of ``out`` and the path's buffers of
+        this depth and below.
+        """
+        cdef const double* total = self.ctx.total(ws, depth, side)
+        cdef Py_ssize_t m = end - start, k, j, g, w, mid, n_active = 0, n_win, n_won
+        cdef double leaf_loss = self.criterion.loss(total, &ws.sw.crit)
+        cdef double cost, value
+        cdef double* leaf_objective = &path.leaf_objective[depth, 0]
+        cdef Py_ssize_t* winner = &path.winner[depth, 0]
+        cdef Py_ssize_t* node_id = &path.node_id[depth, 0]
+        cdef Py_ssize_t* right_id = &path.right_id[depth, 0]
+        cdef Py_ssize_t* active = &path.groups[depth + 1, 0, 0]
+        cdef Py_ssize_t* won = &path.groups[depth + 1, 1, 0]
+        cdef Py_ssize_t* same = &path.groups[depth + 1, 2, 0]
+        cdef double* left_objective = &path.values[depth + 1, 0, 0]
+        cdef double* right_objective = &path.values[depth + 1, 1, 0]
+        cdef bint splittable = remaining > 0 and m >= 2 * self.ctx.min_samples_leaf
+        cdef Candidate* split
+        self.ctx.check()
+        for k in range(n_group):
+            g = group[k]
+            cost = path.costs[g]
+            leaf_objective[g] = leaf_loss + cost
+            out[g] = leaf_objective[g]
+            if emit:
+                node_id[g] = path.push_node(g, self.criterion, depth, m, leaf_loss, total, ws)
+            # A node whose leaf objective is within 2 * cost cannot pay for a split.
+            if splittable and not leaf_objective[g] <= 2.0 * cost:
+                active[n_active] = g
+                n_active += 1
+        if n_active == 0:
+            return 0
+        if remaining == 1:
+            return self._last_level_path(ws, path, start, end, depth, side, emit, active,
+                                         n_active, out)
+        if self.choose_path(ws, path, start, end, depth, side, remaining, active,
+                            n_active) == 0:
+            return 0
+        n_win = 0
+        for k in range(n_active):
+            if winner[active[k]] >= 0:
+                won[n_win] = active[k]
+                n_win += 1
+        for k in range(n_win):
+            w = winner[won[k]]
+            if w < 0:
+                continue            # recursed with an earlier cost of its group
+            n_won = 0
+            for j in range(k, n_win):
+                if winner[won[j]] == w:
+                    same[n_won] = won[j]
+                    n_won += 1
+                    winner[won[j]] = -1
+            if k > 0:
+                # The row orders as choose left them (a single-cost build
+                # partitions these); ws.saved[depth] holds them.
+                self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
+            split = &ws.cand[depth][w]
+            mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin)
+            self.prepare_children(ws, start, mid, end, depth, total,
+                                  self.ctx.hist(ws, depth, side),
+                                  self.ctx.keys(ws, depth, side))
+            self.grow_path(ws, path, start, mid, depth + 1, 0, remaining - 1, emit,
+                           same, n_won, left_objective)
+            if emit:
+                for j in range(n_won):
+                    right_id[same[j]] = path.node_count[same[j]]
+            self.grow_path(ws, path, mid, end, depth + 1, 1, remaining - 1, emit,
+                           same, n_won, right_objective)
+            for j in range(n_won):
+                g = same[j]
+                value = left_objective[g] + right_objective[g]
+                if value < leaf_objective[g]:
+                    if emit:
+                        path.set_split(g, node_id[g], split.feature, split.bin,
+                                       node_id[g] + 1, right_id[g])
+                    out[g] = value
+                elif emit:
+                    path.node_count[g] = node_id[g] + 1      # prune: drop the subtree
+        return 0
+
+    cdef int _last_level_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                              Py_ssize_t end, Py_ssize_t depth, int side, bint emit,
+                              const Py_ssize_t* group, Py_ssize_t n_group,
+                              double* out) except -1 nogil:
+        cdef Py_ssize_t s, k, g, left, right, n_stats = self.ctx.n_stats
+        cdef const double* total = self.ctx.total(ws, depth, side)
+        cdef double* left_acc = ws.best_left + depth * n_stats
+        cdef double* right_acc = ws.right_acc
+        cdef double value, left_loss = 0.0, right_loss = 0.0
+        cdef double* leaf_objective = &path.leaf_objective[depth, 0]
+        cdef Py_ssize_t* node_id = &path.node_id[depth, 0]
+        cdef SplitRecord split
+        if not self.splitter.best_split(&ws.sw, start, end, total,
+                                        self.ctx.hist(ws, depth, side), &split, left_acc):
+            return 0
+        if emit:
+            for s in range(n_stats):
+                right_acc[s] = total[s] - left_acc[s]
+            left_loss = self.criterion.loss(left_acc, &ws.sw.crit)
+            right_loss = self.criterion.loss(right_acc, &ws.sw.crit)
+        for k in range(n_group):
+            g = group[k]
+            value = split.score + 2.0 * path.costs[g]
+            if not value < leaf_objective[g]:
+                continue
+            if emit:
+                left = path.push_node(g, self.criterion, depth + 1, split.n_left,
+                                      left_loss, left_acc, ws)
+                right = path.push_node(g, self.criterion, depth + 1,
+                                       end - start - split.n_left, right_loss, right_acc, ws)
+                path.set_split(g, node_id[g], split.feature, split.bin, left, right)
+            out[g] = value
+        return 0
+
+    cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                         Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                         const Py_ssize_t* group, Py_ssize_t n_group) except -1 nogil:
+        with gil:
+            raise NotImplementedError("TreeBuilder is abstract: use a strategy")
 
 cdef class GreedyBuilder(TreeBuilder):
     """CholeskyTree: a node takes the split with the smallest children's losses."""
@@ -451,6 +753,21 @@ cdef class GreedyBuilder(TreeBuilder):
             &ws.sw, start, end, self.ctx.total(ws, depth, side),
             self.ctx.hist(ws, depth, side), split, ws.best_left + depth * self.ctx.n_stats)
 
+    cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                         Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                         const Py_ssize_t* group, Py_ssize_t n_group) except -1 nogil:
+        # The greedy split does not depend on the leaf cost: one for all.
+        cdef SplitRecord split
+        cdef Py_ssize_t k
+        if self.choose(ws, start, end, depth, side, remaining, &split) == 0:
+            return 0
+        self.ctx.reserve(ws, depth, 1, 0)
+        ws.cand[depth][0].feature = split.feature
+        ws.cand[depth][0].bin = split.bin
+        ws.cand[depth][0].n_left = split.n_left
+        for k in range(n_group):
+            path.winner[depth, group[k]] = 0
+        return 1
 
 cdef class LookaheadBuilder(TreeBuilder):
     """CLARITree: candidates scored by the inner builder's completions.
@@ -641,6 +958,163 @@ cdef class LookaheadBuilder(TreeBuilder):
         if not improves(bound, left):
             self.inner.grow(ws, mid, end, d, 1, remaining - 1, False, &right)
             score[0] = left + right
+        ws.n_evaluations += 1
+        self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
+        return 0
+
+    cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                         Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                         const Py_ssize_t* group, Py_ssize_t n_group) except -1 nogil:
+        """:meth:`choose` for each cost of ``group``: its winner in ``path.winner``.
+
+        Every candidate's completions are grown once for the costs that
+        need them, and each cost applies the tie rule to its own scores.  A
+        time limit bounds the whole path: once it is reached, nodes choose
+        greedily for all their costs, as :meth:`choose` does for one.
+        """
+        cdef Py_ssize_t m = end - start, i, k, g, n_cand, n = path.n_costs, found = 0
+        cdef Py_ssize_t first = -1, done = 0, j
+        cdef const double* hist = self.ctx.hist(ws, depth, side)
+        cdef Candidate* cand
+        cdef double* score
+        cdef double* bound = &path.bound[depth, 0]
+        cdef Py_ssize_t* winner = &path.winner[depth, 0]
+        cdef double best
+        cdef CarryState carry
+        cdef SplitRecord greedy
+        cdef bint report = depth == 0 and self.ctx.progress is not None
+        cdef bint root = depth == 0, cut = False, exact_inner
+
+        for k in range(n_group):
+            winner[group[k]] = -1
+        if self.ctx.time_up:
+            # Out of time: this node and everything below it is greedy.
+            self.ctx.truncated = True
+            self.ctx.n_completed += 1
+            if self._greedy(ws, start, end, depth, side, &greedy) == 0:
+                return 0
+            self.ctx.reserve(ws, depth, 1, 0)
+            ws.cand[depth][0].feature = greedy.feature
+            ws.cand[depth][0].bin = greedy.bin
+            ws.cand[depth][0].n_left = greedy.n_left
+            for k in range(n_group):
+                winner[group[k]] = 0
+            return 1
+        n_cand = self.splitter.max_candidates(m)
+        self.ctx.reserve(ws, depth, n_cand, (self.splitter.n_orders + 1) * m)
+        cand = ws.cand[depth]
+        n_cand = self.splitter.candidates(&ws.sw, start, end, hist,
+                                          self.ctx.keys(ws, depth, side), cand)
+        if root:
+            self.ctx.n_root_candidates = n_cand
+        if n_cand == 0:
+            return 0
+        score = path.reserve_scores(depth, n_cand)
+        self.splitter.save(&ws.sw, start, end, ws.saved[depth])
+        carry.feature = -1
+        carry.bin = -1
+        carry.pos = 0
+        carry.rows = ws.saved[depth] + self.splitter.n_orders * m
+        for k in range(n_group):
+            bound[group[k]] = INFINITY
+            for i in range(n_cand):
+                score[i * n + group[k]] = INFINITY
+        if self.ctx.anytime:
+            first = self._greedy_first(ws, start, end, depth, side, cand, n_cand)
+        exact_inner = not self.inner_is_lookahead
+        for k in range(-1, n_cand):
+            if k == -1:
+                if first < 0:
+                    continue
+                i = first
+            elif k == first:
+                continue
+            else:
+                i = k
+            self.ctx.check()
+            if self.ctx.time_up and done > 0:
+                cut = True
+                break
+            self._score_path(ws, path, start, end, depth, side, remaining, &cand[i],
+                             &carry, group, n_group, score + i * n)
+            if self.ctx.time_up and not exact_inner and done > 0:
+                for g in range(n):
+                    score[i * n + g] = INFINITY
+                cut = True
+                break
+            done += 1
+            for j in range(n_group):
+                g = group[j]
+                if score[i * n + g] < bound[g]:
+                    bound[g] = score[i * n + g]
+            if root:
+                self.ctx.n_root_scored = done
+            if report:
+                with gil:
+                    self.ctx.progress(done, n_cand)
+        if cut:
+            self.ctx.truncated = True
+        else:
+            self.ctx.n_searched += 1
+        # The tie rule, per cost, in candidate order.
+        for k in range(n_group):
+            g = group[k]
+            best = INFINITY
+            for i in range(n_cand):
+                if improves(score[i * n + g], best):
+                    best = score[i * n + g]
+                    winner[g] = i
+            if winner[g] >= 0:
+                found = 1
+        return found
+
+    cdef int _score_path(self, Workspace* ws, PathState path, Py_ssize_t start,
+                         Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
+                         const Candidate* c, CarryState* carry, const Py_ssize_t* group,
+                         Py_ssize_t n_group, double* score) except -1 nogil:
+        """:meth:`_score` for each cost of ``group`` (``score[g]``).
+
+        The left completion is grown once for the group, the right one for
+        the costs whose bound the left objective alone does not already
+        beat.
+        """
+        cdef Py_ssize_t mid, d = depth + 1, k, g, n_right = 0
+        cdef bint carried = self.splitter.n_swept == 0
+        cdef double* left = &path.values[d, 0, 0]
+        cdef double* right = &path.values[d, 1, 0]
+        cdef double* bound = &path.bound[depth, 0]
+        cdef Py_ssize_t* need_right = &path.groups[d, 1, 0]
+        for k in range(n_group):
+            score[group[k]] = INFINITY
+        if carried:
+            self.splitter.carry_left(&ws.sw, start, end, c, carry, self.ctx.total(ws, d, 0),
+                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
+        if c.duplicate:
+            return 0
+        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin)
+        if carried:
+            self.splitter.subtract_stats(
+                self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
+                self.ctx.keys(ws, depth, side),
+                self.ctx.total(ws, d, 0), self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
+                self.ctx.total(ws, d, 1), self.ctx.hist(ws, d, 1), self.ctx.keys(ws, d, 1))
+        else:
+            self.prepare_children(ws, start, mid, end, depth,
+                                  self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
+                                  self.ctx.keys(ws, depth, side))
+        self.inner.grow_path(ws, path, start, mid, d, 0, remaining - 1, False, group,
+                             n_group, left)
+        for k in range(n_group):
+            g = group[k]
+            if not improves(bound[g], left[g]):
+                need_right[n_right] = g
+                n_right += 1
+        if n_right > 0:
+            self.inner.grow_path(ws, path, mid, end, d, 1, remaining - 1, False, need_right,
+                                 n_right, right)
+        for k in range(n_right):
+            g = need_right[k]
+            score[g] = left[g] + right[g]
         ws.n_evaluations += 1
         self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
         return 0

@@ -1,5 +1,6 @@
 """Scikit-learn estimators for CLARITree and CholeskyTree regression trees."""
 
+import copy
 import sys
 import time
 import warnings
@@ -9,7 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._builder import BuildContext, GreedyBuilder, LookaheadBuilder
+from ._builder import BuildContext, GreedyBuilder, LookaheadBuilder, PathState
 from ._criterion import ConstantCriterion, RidgeCriterion
 from ._preparation import Preparation
 from ._sklearn_compat import Interval, StrOptions, fit_context, validate_params
@@ -100,7 +101,8 @@ def _assemble_builder(context, lookahead, max_depth):
     return builder
 
 
-def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
+def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256,
+              leaf_penalties=None):
     """Fit ``estimator`` (a CLARITree-family regressor) on ``(X, y)``.
 
     The engine's search knobs are arguments here rather than estimator
@@ -117,9 +119,17 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
         Features with at most this many bins (thresholds + 1) are searched
         from per-bin histograms, the others by sorted sweeps (0: sweep all).
 
+    leaf_penalties : sequence of float, optional
+        Grow the trees of all these leaf penalties in one search (the
+        leaf-penalty path; ``estimator.leaf_penalty`` is then unused).  A
+        ``time_limit`` then bounds the whole search.
+
     Returns
     -------
     estimator : the fitted estimator
+        With ``leaf_penalties``, a list of fitted copies of ``estimator``,
+        one per penalty, each equal to its own fit (without a time limit);
+        ``estimator`` itself keeps only the preparation.
     counters : dict
         Engine counters: ``n_evaluations`` (candidate splits scored),
         ``n_bulk_sweeps`` and ``n_incremental_sweeps`` (sorted sweeps by
@@ -160,6 +170,9 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)
+    if leaf_penalties is not None:
+        return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
+                         time_limit if lookahead else None, leaf_penalties)
     leaf_cost = float(estimator.leaf_penalty) * data.tss
     context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
                            progress, time_limit if lookahead else None)
@@ -191,19 +204,41 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256):
     nodes["node_objective"] = nodes["node_objective"] * unit
     nodes["coef"] = nodes["coef"] * prep.y_scale_
     # Splits in the input's terms (feature, threshold or level set, missing
-    # direction): pruning a subtree leaves the other nodes as they are.
+    # direction).
     nodes = prep.resolve_splits(nodes, data)
-    # The builder's output and units, for the leaf-penalty path
-    # (clarytree._path), which re-prunes this tree for other penalties
-    # with the builder's arithmetic and maps it back like this fit (the
-    # preparation holds the mapping, so _tree_mapping is empty).
-    estimator._builder_units = (data.tss, unit)
-    estimator._builder_nodes = nodes
-    estimator._tree_mapping = ()
-
     estimator.objective_ = float(objective)
     estimator.tree_ = estimator._make_tree(nodes)
     return estimator, counters
+
+
+def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_limit,
+              leaf_penalties):
+    """The leaf-penalty path part of ``_fit_tree``: fitted copies, one per penalty."""
+    lookahead = estimator._effective_lookahead()
+    context = BuildContext(splitter, criterion, estimator.max_depth, 0.0, msl, progress,
+                           time_limit)
+    builder = _assemble_builder(context, lookahead, estimator.max_depth)
+    results = builder.build_path(PathState(
+        np.array([float(lam) * data.tss for lam in leaf_penalties]), estimator.max_depth))
+    counters = context.counters()
+    report = context.search_report()
+    counters["search"] = report
+    if not report["complete"]:
+        warnings.warn(_time_limit_message(time_limit, report), UserWarning, stacklevel=4)
+    unit = prep.y_scale_ * prep.y_scale_
+    fitted = []
+    for lam, (objective, nodes) in zip(leaf_penalties, results, strict=True):
+        est = copy.deepcopy(estimator)
+        est.leaf_penalty = lam
+        est.n_candidate_evaluations_ = counters["n_evaluations"]
+        if "time_limit" in est.get_params(deep=False):
+            est.search_complete_ = bool(report["complete"])
+        est.objective_ = float(objective * unit)
+        nodes["node_objective"] = nodes["node_objective"] * unit
+        nodes["coef"] = nodes["coef"] * prep.y_scale_
+        est.tree_ = est._make_tree(prep.resolve_splits(nodes, data))
+        fitted.append(est)
+    return fitted, counters
 
 
 class UnsplittableWarning(UserWarning):

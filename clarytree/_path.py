@@ -1,14 +1,10 @@
 """The leaf-penalty path and the cross-validated estimators.
 
-A node's greedy split minimizes the sum of its children's leaf losses, which
-does not depend on the leaf penalty lambda; lambda only decides where the
-tree stops and what it prunes, and the stopping rule (leaf objective at most
-``2 lambda TSS``) is implied by pruning.  So the greedy tree grown at the
-smallest lambda of a grid contains the tree of every larger lambda, and
-pruning it bottom-up with the builder's own comparisons gives each of them.
+The path grows the trees of a whole grid of leaf penalties in one search
+(``clarytree._pathbuilder``); the CV estimators run one path per (fold, ridge
+strength) and select like ``GridSearchCV``.
 """
 
-import copy
 import time
 from numbers import Integral
 
@@ -28,36 +24,10 @@ from ._classes import (
     _fit_tree,
 )
 from ._sklearn_compat import fit_context
-from ._tree import TREE_LEAF, TREE_UNDEFINED
 
 PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
 PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 
-# A penalty this close above the grid's smallest is fitted on its own: the
-# pruning argument needs the extra leaf cost to dominate the rounding of the
-# builder's sums (~1e-14 TSS).
-_MIN_GAP = 1e-10
-# A last-level keep/prune decision within this fraction of the TSS is
-# re-decided by a separate fit: the builder compares the split search's own
-# score there, which on the rank-one sweep route can differ from the sum of
-# the children's emitted losses in the last bits.
-_TIE_MARGIN = 1e-9
-
-# The builder's node fields that describe a split, with their value on a
-# leaf.  Every other field (sizes, losses, leaf models) belongs to the node
-# itself and is the same whether or not the node is split.
-_SPLIT_FIELDS = {
-    "children_left": TREE_LEAF,
-    "children_right": TREE_LEAF,
-    "feature": TREE_UNDEFINED,
-    "bin": TREE_UNDEFINED,
-    "threshold": TREE_UNDEFINED,
-    "missing_go_left": 0,
-    "is_categorical": 0,
-    "categories_left": 0,
-    "gap_lower": np.nan,
-    "gap_upper": np.nan,
-}
 
 
 def _check_tree_estimator(estimator):
@@ -92,125 +62,24 @@ def _fit_params(estimator, sample_weight):
     return {"sample_weight": sample_weight}
 
 
-def _uses_greedy_search(estimator):
-    # With one level left a node chooses greedily, so a lookahead tree of
-    # depth <= 1 is the greedy tree.
-    return estimator._effective_lookahead() == 0 or estimator.max_depth <= 1
-
-
-def _prune(left, right, loss, depth, max_depth, leaf_cost, tss):
-    """Prune the greedy tree for one leaf cost as the builder would grow it.
-
-    ``loss`` are the nodes' leaf losses in the builder's units.  Replays the
-    builder's stop test, its keep test and its summation order (left subtree
-    first; at the last level the split's score plus two leaf costs), bottom
-    up.  Returns ``(keep, objective, tight)``: which splits are kept, the
-    objective in the builder's units, and whether a last-level decision was
-    within ``_TIE_MARGIN * tss`` of a tie.
-    """
-    n = len(left)
-    value = [0.0] * n
-    keep = [False] * n
-    tight = False
-    for node in range(n - 1, -1, -1):
-        leaf_objective = loss[node] + leaf_cost
-        value[node] = leaf_objective
-        lo, hi = left[node], right[node]
-        if lo == TREE_LEAF or leaf_objective <= 2.0 * leaf_cost:
-            continue
-        if depth[node] == max_depth - 1:
-            objective = (loss[lo] + loss[hi]) + 2.0 * leaf_cost
-            if abs(objective - leaf_objective) <= _TIE_MARGIN * tss:
-                tight = True
-        else:
-            objective = value[lo] + value[hi]
-        if objective < leaf_objective:
-            keep[node] = True
-            value[node] = objective
-    return keep, value[0], tight
-
-
-def _pruned_nodes(nodes, keep):
-    """The builder's nodes reached through the kept splits, renumbered."""
-    left, right = nodes["children_left"], nodes["children_right"]
-    count = left.shape[0]
-    reached = np.zeros(count, dtype=bool)
-    reached[0] = True
-    for node in range(count):
-        if reached[node] and keep[node]:
-            reached[left[node]] = True
-            reached[right[node]] = True
-    rows = np.flatnonzero(reached)
-    new_id = np.full(count, TREE_LEAF, dtype=np.intp)
-    new_id[rows] = np.arange(rows.size)
-    split = np.asarray(keep, dtype=bool)[rows]
-    out = {}
-    for name, value in nodes.items():
-        value = value[rows].copy()
-        if name in _SPLIT_FIELDS:
-            value[~split] = _SPLIT_FIELDS[name]
-        out[name] = value
-    for name in ("children_left", "children_right"):
-        out[name][split] = new_id[out[name][split]]
-    return out
-
-
 # Private search knobs of the single tree (tests set them as attributes;
 # clone does not carry them): attribute -> argument of _classes._fit_tree.
 _KNOBS = {"_route": "route", "_max_hist_bins": "max_hist_bins"}
-
-
-def _fit_at(estimator, leaf_penalty, X, y, fit_params):
-    tree = clone(estimator).set_params(leaf_penalty=leaf_penalty)
-    knobs = {arg: getattr(estimator, name) for name, arg in _KNOBS.items()
-             if hasattr(estimator, name)}
-    if knobs:
-        for name in _KNOBS:
-            if hasattr(estimator, name):
-                setattr(tree, name, getattr(estimator, name))
-        return _fit_tree(tree, X, y, **knobs, **fit_params)[0]
-    return tree.fit(X, y, **fit_params)
-
-
-def _greedy_path(estimator, X, y, penalties, fit_params):
-    lowest = min(penalties)
-    base = _fit_at(estimator, lowest, X, y, fit_params)
-    tss, unit = base._builder_units
-    nodes = base._builder_nodes
-    left = nodes["children_left"].tolist()
-    right = nodes["children_right"].tolist()
-    # Back to the builder's units (unit is a power of two: exact).
-    loss = (nodes["node_objective"] / unit).tolist()
-    depth = nodes["depth"].tolist()
-    fitted = {lowest: base}
-    for lam in penalties:
-        if lam in fitted:
-            continue
-        if lam - lowest <= _MIN_GAP:
-            fitted[lam] = _fit_at(estimator, lam, X, y, fit_params)
-            continue
-        keep, objective, tight = _prune(left, right, loss, depth, base.max_depth,
-                                        lam * tss, tss)
-        if tight:
-            fitted[lam] = _fit_at(estimator, lam, X, y, fit_params)
-            continue
-        est = copy.deepcopy(base)
-        est.set_params(leaf_penalty=lam)
-        est.objective_ = float(objective * unit)
-        est._builder_nodes = _pruned_nodes(base._builder_nodes, keep)
-        est.tree_ = est._make_tree(est._builder_nodes, *est._tree_mapping, X=X)
-        fitted[lam] = est
-    return fitted
 
 
 def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
     """Fit a tree for every leaf penalty of a grid in one search.
 
     Each returned estimator is the tree that ``estimator`` with that
-    ``leaf_penalty`` grows on ``(X, y)`` on its own (the same nodes and
-    objective).  For the greedy tree one tree is grown, at the smallest
-    penalty, and pruned for the others: a node's greedy split does not depend
-    on the penalty, only where the tree stops and what it prunes.
+    ``leaf_penalty`` grows on ``(X, y)`` on its own: the same nodes, the
+    objective within 1e-12 (relative).  The penalty does not change which
+    splits a node can take, how a candidate's completion splits, or a
+    node's greedy split; it decides where the tree stops, what it prunes and,
+    with lookahead, which candidate wins.  So every split search, candidate
+    list and completion is computed once for all the penalties that reach
+    it, each penalty keeps its own stop, score, winner and prune decisions
+    (with the estimator's tie rule), and penalties that choose the same
+    winner recurse together.
 
     Parameters
     ----------
@@ -245,11 +114,12 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
     _check_tree_estimator(estimator)
     penalties = _check_grid(leaf_penalties, "leaf_penalties")
     fit_params = _fit_params(estimator, sample_weight)
-    if _uses_greedy_search(estimator):
-        fitted = _greedy_path(estimator, X, y, penalties, fit_params)
-    else:
-        fitted = {lam: _fit_at(estimator, lam, X, y, fit_params)
-                  for lam in dict.fromkeys(penalties)}
+    distinct = list(dict.fromkeys(penalties))
+    knobs = {arg: getattr(estimator, name) for name, arg in _KNOBS.items()
+             if hasattr(estimator, name)}
+    path, _ = _fit_tree(clone(estimator), X, y, leaf_penalties=distinct, **knobs,
+                        **fit_params)
+    fitted = dict(zip(distinct, path, strict=True))
     return [fitted[lam] for lam in penalties]
 
 
@@ -258,8 +128,9 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
 # --------------------------------------------------------------------------
 
 
-# What the path reads off a fitted tree besides its public attributes.
-_PRIVATE_FIT_STATE = ("_builder_units", "_builder_nodes", "_tree_mapping", "_preparation")
+# Private fitted state the refitted tree's methods read (the preparation
+# maps X for predict and export).
+_PRIVATE_FIT_STATE = ("_preparation",)
 
 
 def _take(X, rows):
@@ -543,6 +414,10 @@ def _tree_params_doc(lookahead):
 class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
     __doc__ = _cv_doc(_tree_params_doc("""    lookahead_depth : int, default=1
         Levels of exhaustive search before greedy completion (0 = greedy).
+    time_limit : float or None, default=None
+        Seconds of lookahead search of each (fold, ridge_alpha) path task and
+        of the refit (see ``CLARITreeRegressor``); the limit bounds a path's
+        whole search.  None searches to the end.
 """), "CLARITreeRegressor", ", lookahead_depth=1")
 
     _tree_class = CLARITreeRegressor
@@ -554,7 +429,7 @@ class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
 
     def __init__(self, *, leaf_penalties=PAPER_LEAF_PENALTIES,
                  ridge_alphas=PAPER_RIDGE_ALPHAS, cv=None, scoring=None, n_jobs=None,
-                 refit=True, verbose=0, max_depth=4, lookahead_depth=1,
+                 refit=True, verbose=0, max_depth=4, lookahead_depth=1, time_limit=None,
                  leaf_model="linear", n_thresholds=20, threshold_strategy="quantile",
                  min_samples_leaf="auto", regression_features="auto",
                  categorical_features="from_dtype", min_category_weight=None):
@@ -567,6 +442,7 @@ class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
         self.verbose = verbose
         self.max_depth = max_depth
         self.lookahead_depth = lookahead_depth
+        self.time_limit = time_limit
         self.leaf_model = leaf_model
         self.n_thresholds = n_thresholds
         self.threshold_strategy = threshold_strategy
