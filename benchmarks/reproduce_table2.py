@@ -11,7 +11,10 @@ CSVs with the target last, the layout of ``../shared/datasets``):
 2. Inside each outer training set, ``--cv-folds``-fold CV (``KFold``,
    shuffled, seeded per split) over the leaf penalty lambda x ridge kappa
    grid (``--grid paper``: the 11 x 5 grid of the issue; ``--grid small``:
-   3 x 2; or ``--lambdas`` / ``--kappas``).
+   3 x 2; or ``--lambdas`` / ``--kappas``).  For the clarytree methods this
+   is one ``CLARITreeRegressorCV`` fit (each fold and kappa grows all the
+   lambdas in one leaf-penalty path search), and the refits of step 4 are
+   one path per kappa.
 3. Selection: the (lambda, kappa) with the best mean validation R^2.
 4. Refit on the outer training set, score on the outer test set.
 
