@@ -434,3 +434,23 @@ def test_text_routing_property(seed, depth, n_thresholds, lookahead):
     route, _ = parse_text(export_text(model, significant_digits=2),
                           [f"x[{j}]" for j in range(k)])
     np.testing.assert_array_equal([route(x) for x in X], model.apply(X))
+
+
+def test_descriptions_without_gaps_still_load(model, data):
+    """Older JSON (no training-value gaps) loads; its thresholds print exactly."""
+    X, _ = data
+    old = to_dict(model)
+    for key in ("gap_lower", "gap_upper"):
+        del old["tree"][key]
+    clone = from_dict(json.loads(json.dumps(old)))
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+    assert export_text(clone) == export_text(model, exact_thresholds=True)
+
+
+def test_core_export_never_imports_mbndt_internals():
+    """The core dispatches through its registry; only mbndt registers itself."""
+    import clarytree._export as core
+
+    source = open(core.__file__, encoding="utf-8").read()
+    assert not re.search(r"mbndt\._|from \.mbndt|import clarytree\.mbndt\.", source)
+    assert "family ==" not in source and "hasattr(tree" not in source

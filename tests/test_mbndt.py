@@ -454,3 +454,12 @@ def test_export_short_cuts_route_exactly_and_say_where_missing_goes(mixed_data):
     np.testing.assert_array_equal(clone.tree_.cuts, tree.cuts)
     assert export_text(clone) == text
     assert leaf_table(clone).equals(leaf_table(est))
+
+
+def test_namespace_is_the_public_api():
+    import clarytree
+    import clarytree.mbndt as mbndt
+
+    assert sorted(dir(mbndt)) == sorted(mbndt.__all__)
+    assert set(mbndt.__all__) == {"MBNDTClassifier", "MBNDTRegressor", "export_text"}
+    assert mbndt.export_text is clarytree.export_text
