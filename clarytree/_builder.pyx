@@ -26,7 +26,7 @@ from libc.stdlib cimport calloc, realloc, free
 
 from ._criterion cimport Criterion
 from ._splitter cimport (
-    Splitter, SplitRecord, Candidate, CarryState, improves,
+    Splitter, SplitRecord, Candidate, CarryState, enough_weight, improves,
 )
 from ._tree cimport TREE_LEAF, TREE_UNDEFINED
 
@@ -492,7 +492,7 @@ cdef class TreeBuilder:
         # The node's objective as a leaf includes its own penalty: a node
         # whose leaf objective is within 2 * leaf_cost cannot pay for a split.
         if (remaining <= 0 or leaf_objective <= 2.0 * self.ctx.leaf_cost
-                or m < 2 * self.ctx.min_samples_leaf):
+                or not enough_weight(total[0], 2.0 * self.ctx.min_samples_leaf)):
             return 0
         if remaining == 1:
             return self._last_level(ws, start, end, depth, side, node, emit,
@@ -638,7 +638,8 @@ cdef class TreeBuilder:
         cdef Py_ssize_t* same = &path.groups[depth + 1, 2, 0]
         cdef double* left_objective = &path.values[depth + 1, 0, 0]
         cdef double* right_objective = &path.values[depth + 1, 1, 0]
-        cdef bint splittable = remaining > 0 and m >= 2 * self.ctx.min_samples_leaf
+        cdef bint splittable = remaining > 0 and enough_weight(
+            total[0], 2.0 * self.ctx.min_samples_leaf)
         cdef Candidate* split
         self.ctx.check()
         for k in range(n_group):

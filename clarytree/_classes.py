@@ -28,6 +28,10 @@ _SEMANTICS = """
     and ``beta_leaf`` are the leaf's coefficients on the regression features
     z-scored with the global training mean and population standard deviation
     (a standard deviation below 1e-12 of the column's magnitude counts as 1).
+    With ``sample_weight`` every sum, mean and standard deviation is
+    weighted: ``SSE_leaf = sum w (y - f(x))^2``, ``n`` is the total weight
+    ``W = sum w`` and ``TSS = sum w (y - mean_w(y))^2``, so an integer
+    weight is the same as repeating the row (zero: dropping it).
     The intercept is not penalized (its ridge entry is 1e-12).  The fit is
     equivariant to the units of X and y: very large or very small values are
     rescaled by powers of two inside, so their squares neither overflow nor
@@ -81,7 +85,8 @@ _SEMANTICS = """
     leaf objective (its ridge loss plus its own ``leaf_penalty * TSS``) is at
     most ``2 * leaf_penalty * TSS``, or when it has fewer
     than ``2 * min_samples_leaf`` rows.  A split is admissible when both
-    children keep at least ``min_samples_leaf`` rows.  A split is kept only
+    children keep at least ``min_samples_leaf`` rows.  Rows are counted by
+    their weight (``sample_weight``; to a relative 1e-9).  A split is kept only
     if its subtree objective is strictly below the node's leaf objective
     (plus its leaf penalty).  Among equally good candidates the first in
     feature order, then threshold order, wins.
@@ -101,8 +106,8 @@ def _assemble_builder(context, lookahead, max_depth):
     return builder
 
 
-def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256,
-              leaf_penalties=None):
+def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
+              max_hist_bins=256, leaf_penalties=None):
     """Fit ``estimator`` (a CLARITree-family regressor) on ``(X, y)``.
 
     The engine's search knobs are arguments here rather than estimator
@@ -113,6 +118,7 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256,
     ----------
     estimator : CLARITreeRegressor or CholeskyTreeRegressor
     X, y : array-like
+    sample_weight : array-like of shape (n_samples,), optional
     route : SearchRoute, default=SearchRoute.AUTO
         How features searched by sorted sweeps evaluate their thresholds.
     max_hist_bins : int, default=256
@@ -143,7 +149,7 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256,
             f"{estimator.ridge_alpha!r}): without it the leaf regressions can be "
             "singular and objectives come out negative")
     prep = estimator._make_preparation()
-    data = prep.fit(estimator, X, y)
+    data = prep.fit(estimator, X, y, sample_weight)
     estimator._preparation = prep
     reg = prep.regression_features_
     estimator.regression_features_ = reg
@@ -164,7 +170,8 @@ def _fit_tree(estimator, X, y, *, route=SearchRoute.AUTO, max_hist_bins=256,
     estimator.min_samples_leaf_ = msl
 
     if estimator.max_depth >= 1:
-        _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0])
+        _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
+                              data.sample_weight)
     splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion, max_hist_bins,
                         route)
     lookahead = estimator._effective_lookahead()
@@ -251,22 +258,24 @@ class UnsplittableWarning(UserWarning):
     """
 
 
-def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression):
+def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None):
     """Warn, naming cause and remedy, when no root split is admissible.
 
     A split is admissible when both children keep ``msl`` rows; the root's
     candidates are the pool thresholds, so the count of rows at or below each
     threshold decides it.
     """
-    n = bins.shape[0]
+    # min_samples_leaf counts training weight (rows when unweighted).
+    n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
     if not np.any(n_bins > 1):
         cause = "every column of X is constant, so there is no threshold to split on"
     elif n < 2 * msl:
         cause = (f"a split needs at least min_samples_leaf = {msl} rows on each side, "
-                 f"but X has {n} rows")
+                 f"but X has {n:g} rows")
     else:
         for f in np.flatnonzero(n_bins > 1):
-            left = np.cumsum(np.bincount(bins[:, f], minlength=n_bins[f]))[:-1]
+            left = np.cumsum(np.bincount(bins[:, f], weights=sample_weight,
+                                         minlength=n_bins[f]))[:-1]
             if np.any((left >= msl) & (n - left >= msl)):
                 return
         cause = (f"no threshold leaves min_samples_leaf = {msl} of the {n} rows on "
@@ -356,7 +365,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
             threshold_strategy=self.threshold_strategy, ridge_alpha=self.ridge_alpha)
 
     @fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Grow the tree on ``(X, y)``.
 
         Parameters
@@ -367,12 +376,16 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
             A DataFrame's column names are kept in ``feature_names_in_``.
         y : array-like of shape (n_samples,)
             Finite numeric target.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative, finite row weights.  An integer weight is the same
+            as repeating the row (same tree and objective); a zero weight
+            drops the row; ``min_samples_leaf`` counts weight.
 
         Returns
         -------
         self : object
         """
-        _fit_tree(self, X, y)
+        _fit_tree(self, X, y, sample_weight)
         return self
 
     # Views of ``tree_`` (and of ``regression_features_``), derived here only,

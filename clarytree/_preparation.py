@@ -737,6 +737,12 @@ class Preparation:
                 missing_left[node] = weight[left[node]] >= weight[right[node]]
         out["missing_go_left"] = missing_left
         out["weighted_n_node_samples"] = weight
+        # Rows per node (the builder's leaf counts on histogram routes come
+        # from the weight sums).
+        rows = np.bincount(leaves, minlength=count).astype(np.intp)
+        for node in internal[::-1]:
+            rows[node] = rows[left[node]] + rows[right[node]]
+        out["n_node_samples"] = rows
         return out
 
     def make_tree(self, nodes):

@@ -28,6 +28,14 @@ cdef inline bint improves(double score, double best) noexcept nogil:
     return score < best - 1e-10 * fabs(best)
 
 
+cdef inline bint enough_weight(double weight, double needed) noexcept nogil:
+    # min_samples_leaf counts training weight: a row of weight w carries
+    # sqrt(w) in its design row, so acc[0] (and the running sums of sweeps)
+    # hold the weight up to rounding of the squares (~1e-16 relative per
+    # row).  Unweighted rows sum to exact integers: the test is the row count.
+    return weight >= needed * (1.0 - 1e-9)
+
+
 # How sorted sweeps evaluate thresholds (the SearchRoute enum in Python).
 cdef enum:
     ROUTE_AUTO = 0              # the cheaper of the two per node and feature

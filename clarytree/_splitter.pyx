@@ -13,7 +13,7 @@ from ._criterion cimport (
     sweep_left_loss, sweep_right_loss, sweep_left_stats,
 )
 from ._splitter cimport (
-    SplitRecord, Candidate, SplitterWork, CarryState, improves,
+    SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves,
     ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
 )
 
@@ -323,17 +323,21 @@ cdef class Splitter:
         The best split's left packed sums are written to ``best_left``
         (``n_stats`` doubles owned by the caller).
         """
-        cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
+        cdef Py_ssize_t m = end - start
         cdef Py_ssize_t f, i, s, b, row, n_left, n_stats = self.n_stats
         cdef Py_ssize_t nf = self.n_features, off, nb, last, n = self.n_samples
+        cdef Py_ssize_t q = w.crit.q
         cdef int bin_i, bin_next
         cdef const int* rows
         cdef const double* h
+        cdef const double* W = w.crit.W
         cdef double* left = w.acc_left
-        cdef double score
+        cdef double score, msl = <double>self.min_samples_leaf
+        cdef double weight = total[0], w_left, root
         cdef bint incremental, found = False
         best.score = INFINITY
-        if m < 2 * msl:
+        # min_samples_leaf counts training weight (rows when unweighted).
+        if not enough_weight(weight, 2.0 * msl):
             return False
         for f in range(nf):
             off = self.hist_offset[f]
@@ -353,9 +357,9 @@ cdef class Splitter:
                     for s in range(n_stats):
                         left[s] += h[s]
                     n_left = <Py_ssize_t>left[0]
-                    if n_left < msl:
+                    if not enough_weight(left[0], msl):
                         continue
-                    if m - n_left < msl:
+                    if not enough_weight(weight - left[0], msl):
                         break
                     if self._consider(w, total, left, f, b, n_left, best, best_left):
                         found = True
@@ -371,20 +375,23 @@ cdef class Splitter:
             else:
                 memset(left, 0, n_stats * sizeof(double))
                 w.n_bulk_sweeps += 1
+            w_left = 0.0
             for i in range(m - 1):
                 row = rows[i]
                 if incremental:
                     sweep_move_left(&w.crit, row)
                 else:
                     add_row(&w.crit, left, row)
+                root = W[row * q]
+                w_left += root * root
                 bin_i = self.bins[row, f]
                 bin_next = self.bins[rows[i + 1], f]
                 if bin_i == bin_next:
                     continue    # tied bin: no threshold between these rows
                 n_left = i + 1
-                if n_left < msl:
+                if not enough_weight(w_left, msl):
                     continue
-                if m - n_left < msl:
+                if not enough_weight(weight - w_left, msl):
                     break
                 if incremental:
                     score = sweep_left_loss(&w.crit) + sweep_right_loss(&w.crit)
@@ -417,18 +424,27 @@ cdef class Splitter:
         Splits on different features that induce the same partition are
         flagged ``duplicate`` (all but the first), so they are scored once.
         """
-        cdef Py_ssize_t m = end - start, msl = self.min_samples_leaf
+        cdef Py_ssize_t m = end - start
         cdef Py_ssize_t f, i, b, n_left, count = 0, off, last, n_stats = self.n_stats
-        cdef Py_ssize_t n = self.n_samples
+        cdef Py_ssize_t n = self.n_samples, q = w.crit.q
         cdef const int* rows
+        cdef const double* W = w.crit.W
         cdef int bin_i
         cdef unsigned long long key
-        if m < 2 * msl:
+        cdef double msl = <double>self.min_samples_leaf, weight = 0.0, w_left, root
+        # min_samples_leaf counts training weight (rows when unweighted): the
+        # node's weight is the sum of its rows' squared design intercepts.
+        rows = w.order + start
+        for i in range(m):
+            root = W[rows[i] * q]
+            weight += root * root
+        if not enough_weight(weight, 2.0 * msl):
             return 0
         for f in range(self.n_features):
             off = self.hist_offset[f]
             key = 0
             n_left = 0
+            w_left = 0.0
             if off >= 0:
                 last = self.n_bins[f] - 1
                 while last >= 0 and hist[(off + last) * n_stats] == 0.0:
@@ -436,11 +452,12 @@ cdef class Splitter:
                 for b in range(last):
                     if hist[(off + b) * n_stats] == 0.0:
                         continue
-                    n_left += <Py_ssize_t>hist[(off + b) * n_stats]
+                    w_left += hist[(off + b) * n_stats]
+                    n_left = <Py_ssize_t>w_left
                     key += keys[off + b]
-                    if n_left < msl:
+                    if not enough_weight(w_left, msl):
                         continue
-                    if m - n_left < msl:
+                    if not enough_weight(weight - w_left, msl):
                         break
                     _set_candidate(&out[count], f, b, n_left, key, count)
                     count += 1
@@ -450,13 +467,15 @@ cdef class Splitter:
                 continue
             for i in range(m - 1):
                 key += _row_key(rows[i])
+                root = W[rows[i] * q]
+                w_left += root * root
                 bin_i = self.bins[rows[i], f]
                 if bin_i == self.bins[rows[i + 1], f]:
                     continue
                 n_left = i + 1
-                if n_left < msl:
+                if not enough_weight(w_left, msl):
                     continue
-                if m - n_left < msl:
+                if not enough_weight(weight - w_left, msl):
                     break
                 _set_candidate(&out[count], f, bin_i, n_left, key, count)
                 count += 1

@@ -155,13 +155,17 @@ def test_path_rejects_other_estimators():
             leaf_penalty_path(bad, X, y, [1e-3])
 
 
-def test_path_sample_weight_needs_support():
-    X, y = make_piecewise_linear(n_samples=50, random_state=0)
-    est = CholeskyTreeRegressor()
-    if "sample_weight" in est.fit.__code__.co_varnames:
-        pytest.skip("the tree accepts weights")
-    with pytest.raises(TypeError, match="sample_weight"):
-        leaf_penalty_path(est, X, y, [1e-3], sample_weight=np.ones(50))
+def test_weighted_path_equals_weighted_fits():
+    X, y = make_piecewise_linear(n_samples=300, random_state=0)
+    w = np.random.default_rng(0).integers(0, 4, size=300).astype(float)
+    penalties = [1e-4, 1e-3, 1e-2]
+    est = CholeskyTreeRegressor(max_depth=3)
+    for lam, got in zip(penalties, leaf_penalty_path(est, X, y, penalties, sample_weight=w),
+                        strict=True):
+        ref = CholeskyTreeRegressor(max_depth=3, leaf_penalty=lam).fit(X, y, sample_weight=w)
+        np.testing.assert_array_equal(got.tree_.threshold, ref.tree_.threshold)
+        assert got.objective_ == pytest.approx(ref.objective_, rel=1e-12)
+        np.testing.assert_array_equal(got.predict(X), ref.predict(X))
 
 
 # --------------------------------------------------------------------------- CV

@@ -1,0 +1,150 @@
+"""sample_weight: integer weights are repeated rows, zero weights dropped rows."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from clarytree._splitter import SearchRoute
+
+from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+from clarytree._classes import _fit_tree
+
+ROUTES = {
+    "histogram": (256, SearchRoute.AUTO),
+    "bulk": (0, SearchRoute.BULK),
+    "incremental": (0, SearchRoute.INCREMENTAL),
+}
+
+
+def weighted_data(seed, n=160):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] > 0.2, 2 * X[:, 1], -X[:, 2]) + (X[:, 1] > 0) \
+        + 0.3 * rng.normal(size=n)
+    w = rng.integers(0, 5, size=n)
+    return X, y, w
+
+
+def make(lookahead, leaf_model, **kw):
+    kw = dict(max_depth=3, leaf_model=leaf_model, n_thresholds=8, min_samples_leaf=35,
+              leaf_penalty=1e-4, ridge_alpha=1e-3, **kw)
+    if lookahead == 0:
+        return CholeskyTreeRegressor(**kw)
+    return CLARITreeRegressor(lookahead_depth=lookahead, **kw)
+
+
+def fit(model, X, y, w=None, route="histogram"):
+    bins, how = ROUTES[route]
+    return _fit_tree(model, X, y, w, route=how, max_hist_bins=bins)[0]
+
+
+def assert_same_tree(a, b):
+    ta, tb = a.tree_, b.tree_
+    np.testing.assert_array_equal(ta.feature, tb.feature)
+    np.testing.assert_array_equal(ta.children_left, tb.children_left)
+    np.testing.assert_array_equal(ta.threshold, tb.threshold)
+    np.testing.assert_array_equal(ta.missing_go_left, tb.missing_go_left)
+    np.testing.assert_allclose(ta.weighted_n_node_samples, tb.weighted_n_node_samples)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
+    np.testing.assert_allclose(ta.node_objective, tb.node_objective, rtol=1e-8, atol=1e-10)
+
+
+CASES = [(lookahead, leaf_model, route) for lookahead in (0, 1, 2)
+         for leaf_model in ("linear", "constant") for route in ROUTES
+         if not (route == "incremental" and leaf_model == "constant")]   # ridge only
+
+
+@pytest.mark.parametrize("lookahead, leaf_model, route", CASES)
+def test_integer_weights_equal_repeated_rows(lookahead, leaf_model, route):
+    X, y, w = weighted_data(0)
+    rep = np.repeat(np.arange(len(y)), w)
+    repeated = fit(make(lookahead, leaf_model), X[rep], y[rep], route=route)
+    weighted = fit(make(lookahead, leaf_model), X, y, w, route=route)
+    assert repeated.get_n_leaves() >= 4
+    assert_same_tree(repeated, weighted)
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=1e-9,
+                               atol=1e-9)
+
+
+def test_every_rule_binds_in_the_repetition_test():
+    """min_samples_leaf and the quantile pool both change the tree here."""
+    X, y, w = weighted_data(0)
+    weighted = fit(make(1, "linear"), X, y, w)
+    # min_samples_leaf binds: without it the tree differs, and some leaf of
+    # the weighted tree holds fewer than 35 rows but at least 35 weight.
+    loose = fit(make(1, "linear").set_params(min_samples_leaf=1), X, y, w)
+    assert not np.array_equal(loose.tree_.threshold, weighted.tree_.threshold) \
+        or loose.get_n_leaves() != weighted.get_n_leaves()
+    tree = weighted.tree_
+    leaves = tree.children_left < 0
+    assert np.all(tree.weighted_n_node_samples[leaves] >= 35)
+    assert tree.n_node_samples[leaves].min() < 35
+    # The pool binds: the weighted quantiles differ from those of the distinct rows.
+    unweighted = fit(make(1, "linear"), X[w > 0], y[w > 0])
+    assert any(not np.array_equal(a, b) for a, b in
+               zip(weighted.thresholds_, unweighted.thresholds_, strict=True))
+    # And the weighted leaf sizes count weight, not rows.
+    assert np.any(tree.n_node_samples[leaves] != tree.weighted_n_node_samples[leaves])
+
+
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+def test_zero_weights_equal_dropped_rows(leaf_model):
+    X, y, _ = weighted_data(1)
+    w = np.ones(len(y))
+    w[::4] = 0.0
+    dropped = make(1, leaf_model).fit(X[w > 0], y[w > 0])
+    weighted = make(1, leaf_model).fit(X, y, sample_weight=w)
+    for name in ("feature", "threshold", "children_left", "node_objective", "coef"):
+        np.testing.assert_array_equal(getattr(weighted.tree_, name),
+                                      getattr(dropped.tree_, name))
+    assert weighted.objective_ == dropped.objective_
+
+
+def test_weights_on_a_mixed_table_equal_repeated_rows():
+    rng = np.random.default_rng(2)
+    n = 200
+    color = rng.choice(["red", "green", "blue"], size=n).astype(object)
+    x = rng.normal(size=n)
+    y = np.where(color == "red", 2 * x, -x) + 0.2 * rng.normal(size=n)
+    x[rng.random(n) < 0.15] = np.nan
+    color[rng.random(n) < 0.1] = None
+    X = pd.DataFrame({"color": color, "x": x})
+    w = rng.integers(0, 4, size=n)
+    rep = np.repeat(np.arange(n), w)
+    kw = dict(max_depth=2, min_samples_leaf=20, n_thresholds=6)
+    repeated = CLARITreeRegressor(**kw).fit(X.iloc[rep].reset_index(drop=True), y[rep])
+    weighted = CLARITreeRegressor(**kw).fit(X, y, sample_weight=w)
+    assert_same_tree(repeated, weighted)
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=1e-9)
+
+
+def test_weighted_objective_matches_its_definition():
+    """sum_leaves [sum w (y - f)^2 + W kappa ||beta_std||^2] + lambda TSS_w leaves."""
+    X, y, w = weighted_data(3)
+    w = w + rng_uniform(len(y))          # non-integer weights
+    model = make(1, "linear").fit(X, y, sample_weight=w)
+    W = w.sum()
+    mean = (w @ X) / W
+    std = np.sqrt((w @ (X - mean) ** 2) / W)
+    beta = model.leaf_coefs_ * std
+    sse = float(w @ (y - model.predict(X)) ** 2)
+    ybar = (w @ y) / W
+    tss = float(w @ (y - ybar) ** 2)
+    expected = sse + W * model.ridge_alpha * float((beta ** 2).sum()) \
+        + model.leaf_penalty * tss * model.get_n_leaves()
+    assert model.objective_ == pytest.approx(expected, rel=1e-9)
+
+
+def rng_uniform(n):
+    return np.random.default_rng(9).uniform(0.1, 0.9, size=n)
+
+
+@pytest.mark.parametrize("weight, match", [
+    (lambda n: np.r_[np.ones(n - 1), -1.0], "non-negative"),
+    (lambda n: np.r_[np.ones(n - 1), np.nan], "finite"),
+    (lambda n: np.ones(n - 1), "shape"),
+    (lambda n: np.zeros(n), "zero"),
+])
+def test_bad_sample_weight(weight, match):
+    X, y, _ = weighted_data(4, n=40)
+    with pytest.raises(ValueError, match=f"sample_weight.*{match}|{match}.*sample_weight"):
+        CLARITreeRegressor().fit(X, y, sample_weight=weight(40))
