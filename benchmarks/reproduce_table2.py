@@ -448,8 +448,10 @@ def cv_clarytree(task, X, y):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # n_jobs=None: the (fold, kappa) path tasks go to the joblib
+            # backend the caller configured (Runner.cv_estimators).
             model = CLARITreeRegressorCV(
-                leaf_penalties=lams, ridge_alphas=kaps, cv=folds, refit=False, n_jobs=1,
+                leaf_penalties=lams, ridge_alphas=kaps, cv=folds, refit=False, n_jobs=None,
                 **_clarytree_params(task["method"], cfg))
             model.fit(X[train], y[train])
     except Exception as exc:  # a failed CV is rows, not a crash
@@ -517,8 +519,6 @@ def path_clarytree(task, X, y):
 
 def _run_task(task, data):
     X, y = data
-    if task.get("kind") == "cv" and task["method"] in CLARYTREE_METHODS:
-        return cv_clarytree(task, X, y)
     if task.get("kind") == "path" and "lambdas" in task:
         return path_clarytree(task, X, y)
     tr, ev = task["train_idx"], task["eval_idx"]
@@ -559,6 +559,25 @@ class Runner:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+    def cv_estimators(self, tasks, datasets):
+        """clarytree's inner CVs, one after another, each spreading its (fold,
+        kappa) path tasks over the workers (loky or the Dask cluster)."""
+        from joblib import parallel_config
+
+        backend = "dask" if self.backend == "dask" else "loky"
+        n_jobs = -1 if self.backend == "dask" else self.n_jobs
+        t0 = time.perf_counter()
+        rows = []
+        with parallel_config(backend=backend, n_jobs=n_jobs):
+            for i, task in enumerate(tasks, 1):
+                X, y = datasets[task["dataset"]]
+                rows.extend(cv_clarytree(task, X, y))
+                if self.verbose:
+                    print(f"  [cv] {task['dataset']} {task['method']} split "
+                          f"{task['outer_split']}: {i}/{len(tasks)} CV estimators, "
+                          f"{time.perf_counter() - t0:.0f}s", flush=True)
+        return rows
 
     def map(self, tasks, datasets, label):
         """Run ``tasks`` (dicts with ``dataset`` keys into ``datasets``)."""
@@ -767,7 +786,10 @@ def run(args, datasets, methods):
                                       "eval_idx": va, "debug": args.debug})
         print(f"phase 1: {len(tasks)} CV tasks (clarytree: one CLARITreeRegressorCV per "
               "outer split)", flush=True)
-        cv_rows = runner.map(tasks, data, "cv")
+        cv_rows = runner.cv_estimators(
+            [t for t in tasks if t["method"] in CLARYTREE_METHODS], data)
+        cv_rows += runner.map([t for t in tasks if t["method"] not in CLARYTREE_METHODS],
+                              data, "cv")
         rows.extend(cv_rows)
 
         # Phase 2: refit on each outer training set along the lambda path.

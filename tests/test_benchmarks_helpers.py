@@ -174,3 +174,39 @@ def test_fit_one_classification_cart_row_schema():
     assert row["metric"] == "balanced_accuracy" and 0.0 <= row["eval_score"] <= 1.0
     assert row["n_leaves"] >= 1 and 0.0 <= row["mean_path_length"] <= 2.0
     assert set(row) <= set(rt.FIELDS)
+
+
+@pytest.mark.parametrize("method", ["lookahead1", "greedy"])
+def test_clarytree_cv_and_path_rows_equal_the_fit_per_pair_loop(method):
+    # The CV estimator and the path give the rows one fit per pair gives.
+    from clarytree.datasets import make_piecewise_linear
+
+    X, y = make_piecewise_linear(n_samples=300, n_features=3, random_state=0)
+    splits = rt.make_splits(len(y), 1, 3, seed=0)
+    train, test, folds = splits[0]
+    cfg = {"max_depth": 3, "n_thresholds": 10, "time_limit": 600}
+    lams, kaps = [1e-1, 1e-2, 1e-3], [1e-2, 1e-4]
+    task = {"dataset": "d", "method": method, "kind": "cv", "outer_split": 0,
+            "lambdas": lams, "kappas": kaps, "cfg": cfg, "train_idx": train, "folds": folds}
+    rows = {(r["fold"], r["leaf_penalty"], r["ridge_alpha"]): r
+            for r in rt.cv_clarytree(task, X, y)}
+    assert len(rows) == 3 * len(lams) * len(kaps)
+    for f, (tr, va) in enumerate(folds):
+        for lam in lams:
+            for kap in kaps:
+                one = rt.fit_one({"method": method, "leaf_penalty": lam, "ridge_alpha": kap,
+                                  "cfg": cfg}, X[tr], y[tr], X[va], y[va])
+                row = rows[(f, lam, kap)]
+                assert row["eval_r2"] == pytest.approx(one["eval_r2"], rel=1e-12, abs=1e-12)
+                assert row["n_leaves"] == one["n_leaves"]
+    by_lambda, best = rt.select(list(rows.values()))
+    path = {"dataset": "d", "method": method, "kind": "path", "outer_split": 0, "fold": "",
+            "lambdas": lams, "ridge_alpha": kaps[0], "selected": [best[0]], "cfg": cfg,
+            "train_idx": train, "eval_idx": test}
+    for row in rt.path_clarytree(path, X, y):
+        one = rt.fit_one({"method": method, "leaf_penalty": row["leaf_penalty"],
+                          "ridge_alpha": kaps[0], "cfg": cfg}, X[train], y[train],
+                         X[test], y[test])
+        for key in ("train_r2", "eval_r2", "eval_mse", "n_leaves"):
+            assert row[key] == one[key], key
+        assert row["selected"] == (row["leaf_penalty"] == best[0])
