@@ -137,7 +137,8 @@ cdef class TreeBuilder:
     cdef void prepare_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
                                Py_ssize_t end, Py_ssize_t depth,
                                const double* parent_total, const double* parent_hist,
-                               const unsigned long long* parent_keys) noexcept nogil
+                               const unsigned long long* parent_keys,
+                               bint exact) noexcept nogil
 
     # The leaf-penalty path: grow for the costs ``group`` of ``path`` at
     # once, writing each cost g's objective to out[g]; choose_path writes

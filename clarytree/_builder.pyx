@@ -466,7 +466,7 @@ cdef class TreeBuilder:
         ctx._start()
         with nogil:
             ctx.splitter.node_stats(&ws.sw, 0, n, ctx.total(ws, 0, 0),
-                                    ctx.hist(ws, 0, 0), ctx.keys(ws, 0, 0))
+                                    ctx.hist(ws, 0, 0), ctx.keys(ws, 0, 0), True)
             self.grow(ws, 0, n, 0, 0, ctx.max_depth, True, &objective)
         return objective, ctx._arrays()
 
@@ -500,8 +500,12 @@ cdef class TreeBuilder:
         if self.choose(ws, start, end, depth, side, remaining, &split) == 0:
             return 0
         mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin)
+        # The committed tree's statistics are summed row by row (the
+        # reference rounding); the search's may be grouped, so scores can
+        # differ in rounding but the output does not.
         self.prepare_children(ws, start, mid, end, depth, total,
-                              self.ctx.hist(ws, depth, side), self.ctx.keys(ws, depth, side))
+                              self.ctx.hist(ws, depth, side), self.ctx.keys(ws, depth, side),
+                              emit)
         self.grow(ws, start, mid, depth + 1, 0, remaining - 1, emit, &left_objective)
         if emit:
             right_node = self.ctx.node_count
@@ -560,7 +564,8 @@ cdef class TreeBuilder:
     cdef void prepare_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
                                Py_ssize_t end, Py_ssize_t depth,
                                const double* parent_total, const double* parent_hist,
-                               const unsigned long long* parent_keys) noexcept nogil:
+                               const unsigned long long* parent_keys,
+                               bint exact) noexcept nogil:
         """Statistics of both children in ws's slots of depth + 1.
 
         The smaller child is summed from its rows, the larger one is the
@@ -571,7 +576,8 @@ cdef class TreeBuilder:
         cdef Py_ssize_t s1 = mid if small == 0 else end
         cdef Py_ssize_t d = depth + 1
         self.splitter.node_stats(&ws.sw, s0, s1, self.ctx.total(ws, d, small),
-                                 self.ctx.hist(ws, d, small), self.ctx.keys(ws, d, small))
+                                 self.ctx.hist(ws, d, small), self.ctx.keys(ws, d, small),
+                                 exact)
         self.splitter.subtract_stats(
             parent_total, parent_hist, parent_keys,
             self.ctx.total(ws, d, small), self.ctx.hist(ws, d, small), self.ctx.keys(ws, d, small),
@@ -611,7 +617,7 @@ cdef class TreeBuilder:
         ctx._start()
         with nogil:
             ctx.splitter.node_stats(&ws.sw, 0, n, ctx.total(ws, 0, 0),
-                                    ctx.hist(ws, 0, 0), ctx.keys(ws, 0, 0))
+                                    ctx.hist(ws, 0, 0), ctx.keys(ws, 0, 0), True)
             self.grow_path(ws, path, 0, n, 0, 0, ctx.max_depth, True, group,
                            path.n_costs, &out[0])
         return [(out[g], path._arrays(g, self.criterion.p)) for g in range(path.n_costs)]
@@ -684,7 +690,7 @@ cdef class TreeBuilder:
             mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin)
             self.prepare_children(ws, start, mid, end, depth, total,
                                   self.ctx.hist(ws, depth, side),
-                                  self.ctx.keys(ws, depth, side))
+                                  self.ctx.keys(ws, depth, side), emit)
             self.grow_path(ws, path, start, mid, depth + 1, 0, remaining - 1, emit,
                            same, n_won, left_objective)
             if emit:
@@ -954,7 +960,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         else:
             self.prepare_children(ws, start, mid, end, depth,
                                   self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
-                                  self.ctx.keys(ws, depth, side))
+                                  self.ctx.keys(ws, depth, side), False)
         self.inner.grow(ws, start, mid, d, 0, remaining - 1, False, &left)
         if not improves(bound, left):
             self.inner.grow(ws, mid, end, d, 1, remaining - 1, False, &right)
@@ -1102,7 +1108,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         else:
             self.prepare_children(ws, start, mid, end, depth,
                                   self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
-                                  self.ctx.keys(ws, depth, side))
+                                  self.ctx.keys(ws, depth, side), False)
         self.inner.grow_path(ws, path, start, mid, d, 0, remaining - 1, False, group,
                              n_group, left)
         for k in range(n_group):

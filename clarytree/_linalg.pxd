@@ -26,6 +26,9 @@ cdef Py_ssize_t packed_size(Py_ssize_t q) noexcept nogil
 cdef void packed_add_outer(double* acc, const double* w, double scale,
                            Py_ssize_t q) noexcept nogil
 
+cdef void packed_add_gram(double* acc, const double* X, Py_ssize_t n,
+                          Py_ssize_t q, double* C) noexcept nogil
+
 cdef double packed_chol_loss(double* work, Py_ssize_t p, int* info) noexcept nogil
 
 cdef double packed_ridge_loss(const double* acc, const double* ridge,

@@ -18,6 +18,7 @@ import numpy as np
 
 from libc.math cimport sqrt, fabs, hypot, isfinite
 from libc.string cimport memcpy
+from scipy.linalg.cython_blas cimport dgemm
 
 cimport numpy as cnp
 
@@ -196,6 +197,49 @@ cdef void packed_add_outer(double* acc, const double* w, double scale,
         wi = scale * w[i]
         for col in range(i, q):
             acc[k + col - i] += wi * w[col]
+        k += q - i
+
+
+# Row blocks handed to one dgemm call: small enough that OpenBLAS never
+# threads the call (it would oversubscribe a parallel fit), large enough
+# that the call overhead is amortized.
+cdef Py_ssize_t GRAM_CHUNK = 256
+# Below this many rows per call, rank-one updates are cheaper than dgemm.
+cdef Py_ssize_t GRAM_MIN_ROWS = 4
+
+
+cdef void packed_add_gram(double* acc, const double* X, Py_ssize_t n,
+                          Py_ssize_t q, double* C) noexcept nogil:
+    """``acc += X^T X`` on the packed upper triangle (see ``packed_add_outer``).
+
+    ``X`` is row-major ``n x q`` (contiguous rows ``w = [z, y]``); ``C`` is
+    ``q * q`` scratch.  The sum runs through level-3 BLAS (dgemm, whose
+    small-matrix kernels use the machine's vector units) in blocks of
+    ``GRAM_CHUNK`` rows, then the upper triangle is added into ``acc``.  The
+    rounding differs from row-by-row accumulation only in the summation
+    order.
+    """
+    cdef Py_ssize_t i, col, k, start = 0
+    cdef int qi = <int>q, rows
+    cdef double one = 1.0, beta = 0.0
+    cdef double* ci
+    if n < GRAM_MIN_ROWS:
+        for i in range(n):
+            packed_add_outer(acc, X + i * q, 1.0, q)
+        return
+    while start < n:
+        rows = <int>min(GRAM_CHUNK, n - start)
+        # Column-major, X is the q x rows matrix X^T, so C = X^T X is
+        # dgemm(N, T); C is symmetric and its column i holds row i.
+        dgemm(b"N", b"T", &qi, &qi, &rows, &one, <double*>(X + start * q), &qi,
+              <double*>(X + start * q), &qi, &beta, C, &qi)
+        beta = 1.0
+        start += rows
+    k = 0
+    for i in range(q):
+        ci = C + i * q
+        for col in range(i, q):
+            acc[k + col - i] += ci[col]
         k += q - i
 
 
@@ -538,3 +582,26 @@ def packed_loss(acc, ridge):
     with nogil:
         loss = packed_ridge_loss(&accv[0], &rv[0], &R[0], &z[0], p, &info)
     return loss, int(info)
+
+
+def packed_gram(X, acc=None):
+    """``acc + X^T X`` as packed upper triangle through the dgemm kernel.
+
+    ``X`` is ``(n, q)``; ``acc`` (default zeros) has ``q (q + 1) / 2``
+    entries.  Returns a new array.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] < 1:
+        raise ValueError("X must be 2-d with at least one column")
+    cdef Py_ssize_t n = X.shape[0], q = X.shape[1]
+    out = np.zeros(packed_size(q)) if acc is None else np.array(acc, dtype=np.float64)
+    if out.shape != (packed_size(q),):
+        raise ValueError(f"acc must have {packed_size(q)} entries for q = {q}")
+    if n == 0:
+        return out
+    cdef double[:, ::1] Xv = X
+    cdef double[::1] ov = out
+    cdef double[::1] C = np.empty(q * q)
+    with nogil:
+        packed_add_gram(&ov[0], &Xv[0, 0], n, q, &C[0])
+    return out

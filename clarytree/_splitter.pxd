@@ -68,6 +68,12 @@ cdef struct SplitterWork:
     double* acc_left            # n_stats
     double* acc_right           # n_stats
     double* row_stats           # n_stats
+    double* gather              # 2 * gram_block * q: rows [z, y] gathered, then by bin
+    double* gram                # q * q: one Gram product
+    Py_ssize_t* gather_pos      # 4 * (max bins + 1): per-bin counts / positions
+    int* gather_bins            # gram_block * n_features: the gathered rows' bins
+    int* gather_perm            # gram_block: gathered row of each bin-sorted position
+    unsigned long long* gather_keys     # gram_block: the gathered rows' keys
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
@@ -98,6 +104,8 @@ cdef class Splitter:
     cdef readonly Py_ssize_t hist_size  # total histogram bins
     cdef readonly Py_ssize_t n_swept    # features searched by sorted sweeps
     cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
+    cdef Py_ssize_t gram_block          # rows per gather block (search sums)
+    cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
 
     # Per-thread scratch.  With own_order the struct gets its own copy of
     # the row orders (fill a node's segment with copy_segment); otherwise it
@@ -110,12 +118,18 @@ cdef class Splitter:
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil
     cdef void clear_stats(self, double* total, double* hist,
                           unsigned long long* keys) noexcept nogil
+    # exact: sum row by row in the rows' order (the reference rounding; the
+    # committed tree's statistics); otherwise the search's faster sums,
+    # which differ only in rounding (Gram products of bin-sorted rows).
     cdef void add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
                         double* total, double* hist,
-                        unsigned long long* keys) noexcept nogil
+                        unsigned long long* keys, bint exact) noexcept nogil
+    cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
+                              Py_ssize_t n_rows, double* total, double* hist,
+                              unsigned long long* keys) noexcept nogil
     cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          double* total, double* hist,
-                         unsigned long long* keys) noexcept nogil
+                         unsigned long long* keys, bint exact) noexcept nogil
     cdef void sort_by_bin(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                           Py_ssize_t feature, int* out) noexcept nogil
     cdef void subtract_stats(self, const double* parent_total,

@@ -12,10 +12,22 @@ from ._criterion cimport (
     Criterion, add_row, add_rows, sweep_move_left,
     sweep_left_loss, sweep_right_loss, sweep_left_stats,
 )
+from ._linalg cimport packed_add_gram
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves,
     ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
 )
+
+
+# Search sums (add_stats with exact=False): rows are gathered in blocks of
+# at most GRAM_BLOCK, sorted by bin per histogram feature, and each bin's
+# sums are one Gram product (level-3 BLAS) instead of one rank-one update
+# per row and bin.  That pays once a bin averages a few rows and the rows
+# are wide enough (q = p + 1 >= GRAM_MIN_Q); smaller calls go row by row.
+cdef Py_ssize_t GRAM_BLOCK = 2048
+cdef Py_ssize_t GRAM_MIN_Q = 4
+cdef Py_ssize_t GRAM_ROWS_PER_BIN = 4
+cdef Py_ssize_t GRAM_MIN_ROWS = 32
 
 
 class SearchRoute(IntEnum):
@@ -89,12 +101,16 @@ cdef class Splitter:
         the others by sorted sweeps.  0 sweeps every feature.
     route : SearchRoute, default=SearchRoute.AUTO
         How sorted sweeps evaluate thresholds.
+    grouped_sums : bool, default=True
+        Whether the search (not the committed tree) may sum statistics by
+        Gram products of bin-sorted rows; False sums row by row everywhere.
+        Either way the fitted tree's statistics are summed row by row.
     """
 
     def __init__(self, const int[:, ::1] bins, int[:, ::1] order,
                  const int[::1] n_bins, Py_ssize_t min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
-                 route=SearchRoute.AUTO):
+                 route=SearchRoute.AUTO, *, bint grouped_sums=True):
         cdef Py_ssize_t f, offset = 0
         try:
             route = SearchRoute(route)
@@ -126,9 +142,18 @@ cdef class Splitter:
         # Histogram features need only the node's row set, in any order; the
         # per-feature sorted orders are kept only when some feature is swept.
         self.n_orders = self.n_features if self.n_swept > 0 else 1
+        self.gram_block = min(self.n_samples, GRAM_BLOCK)
+        if criterion.q < GRAM_MIN_Q or not grouped_sums:
+            self.gram_min_rows = self.n_samples + 1      # never
+        elif self.n_swept == self.n_features:
+            self.gram_min_rows = GRAM_MIN_ROWS
+        else:
+            self.gram_min_rows = max(
+                GRAM_MIN_ROWS,
+                GRAM_ROWS_PER_BIN * offset // (self.n_features - self.n_swept))
 
     cdef int init_work(self, SplitterWork* w, bint own_order) except -1:
-        cdef Py_ssize_t n = self.n_samples, n_stats = self.n_stats
+        cdef Py_ssize_t n = self.n_samples, n_stats = self.n_stats, q
         memset(w, 0, sizeof(SplitterWork))
         w.owns_order = own_order
         if own_order:
@@ -139,18 +164,50 @@ cdef class Splitter:
         w.goes_left = <unsigned char*>malloc(n * sizeof(unsigned char))
         w.bin_counts = <Py_ssize_t*>malloc(self.max_bins * sizeof(Py_ssize_t))
         w.acc_left = <double*>malloc(3 * n_stats * sizeof(double))
+        q = self.criterion.q
+        w.gather = <double*>malloc((2 * self.gram_block + q) * q * sizeof(double))
+        w.gather_pos = <Py_ssize_t*>malloc(4 * (self.max_bins + 1) * sizeof(Py_ssize_t))
+        w.gather_bins = <int*>malloc(self.gram_block * (self.n_features + 1) * sizeof(int))
+        w.gather_keys = <unsigned long long*>malloc(
+            self.gram_block * sizeof(unsigned long long))
         if (w.order == NULL or w.tmp == NULL or w.goes_left == NULL
-                or w.bin_counts == NULL or w.acc_left == NULL):
+                or w.bin_counts == NULL or w.acc_left == NULL
+                or w.gather == NULL or w.gather_pos == NULL or w.gather_bins == NULL
+                or w.gather_keys == NULL):
             self.free_work(w)
             raise MemoryError("could not allocate the splitter's scratch")
         w.acc_right = w.acc_left + n_stats
         w.row_stats = w.acc_left + 2 * n_stats
+        w.gram = w.gather + 2 * self.gram_block * q
+        w.gather_perm = w.gather_bins + self.gram_block * self.n_features
         try:
             self.criterion.init_work(&w.crit)
         except MemoryError:
             self.free_work(w)
             raise
         return 0
+
+    def _node_stats(self, Py_ssize_t start, Py_ssize_t end, bint exact):
+        """Statistics of the rows ``order[0, start:end]`` (private; tests).
+
+        Returns ``(total, hist, keys)`` as computed by ``node_stats`` with
+        the given summation (``exact``: row by row; else the search's).
+        """
+        if not 0 <= start < end <= self.n_samples:
+            raise ValueError("need 0 <= start < end <= n_samples")
+        cdef SplitterWork w
+        total = np.zeros(self.n_stats)
+        hist = np.zeros(self.hist_size * self.n_stats)
+        keys = np.zeros(self.hist_size, dtype=np.uint64)
+        cdef double[::1] tv = total, hv = hist
+        cdef unsigned long long[::1] kv = keys
+        self.init_work(&w, False)
+        try:
+            with nogil:
+                self.node_stats(&w, start, end, &tv[0], &hv[0], &kv[0], exact)
+        finally:
+            self.free_work(&w)
+        return total, hist.reshape(self.hist_size, self.n_stats), keys
 
     cdef void free_work(self, SplitterWork* w) noexcept nogil:
         if w.owns_order:
@@ -160,10 +217,20 @@ cdef class Splitter:
         free(w.goes_left)
         free(w.bin_counts)
         free(w.acc_left)
+        free(w.gather)
+        free(w.gather_pos)
+        free(w.gather_bins)
+        free(w.gather_keys)
         w.tmp = NULL
         w.goes_left = NULL
         w.bin_counts = NULL
         w.acc_left = NULL
+        w.gather = NULL
+        w.gram = NULL
+        w.gather_pos = NULL
+        w.gather_bins = NULL
+        w.gather_perm = NULL
+        w.gather_keys = NULL
         self.criterion.free_work(&w.crit)
 
     cdef void copy_segment(self, SplitterWork* dst, const SplitterWork* src,
@@ -185,13 +252,21 @@ cdef class Splitter:
 
     cdef void add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
                         double* total, double* hist,
-                        unsigned long long* keys) noexcept nogil:
-        """Add rows to packed sums and, per histogram feature, to their bins."""
+                        unsigned long long* keys, bint exact) noexcept nogil:
+        """Add rows to packed sums and, per histogram feature, to their bins.
+
+        With ``exact`` every sum takes the rows one at a time in the given
+        order (the reference rounding, used for the committed tree); the
+        search's sums (``exact`` False) may group them (see GRAM_BLOCK).
+        """
         cdef Py_ssize_t i, f, s, row, n_stats = self.n_stats
         cdef Py_ssize_t nf = self.n_features, off
         cdef double* u = w.row_stats
         cdef double* h
         cdef unsigned long long key
+        if not exact and n_rows >= self.gram_min_rows:
+            self._add_stats_gram(w, rows, n_rows, total, hist, keys)
+            return
         if self.n_swept == nf:
             add_rows(&w.crit, total, rows, n_rows)
             return
@@ -212,12 +287,87 @@ cdef class Splitter:
                 for s in range(n_stats):
                     h[s] += u[s]
 
+    cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
+                              Py_ssize_t n_rows, double* total, double* hist,
+                              unsigned long long* keys) noexcept nogil:
+        # Per block of rows: gather them once for the node's total, then per
+        # histogram feature scatter the gathered rows into bin order
+        # (counting sort) and add one Gram product per non-empty bin.
+        cdef Py_ssize_t i, j, f, b, row, start = 0, m, nb, first, off, nb1
+        cdef Py_ssize_t q = self.criterion.q, n_stats = self.n_stats
+        cdef Py_ssize_t nf = self.n_features, stride = self.max_bins + 1
+        cdef const double* W = w.crit.W
+        cdef double* G0 = w.gather
+        cdef double* G = w.gather + self.gram_block * q
+        cdef Py_ssize_t* pos = w.gather_pos
+        cdef int* bb = w.gather_bins
+        cdef int* perm = w.gather_perm
+        cdef unsigned long long* rk = w.gather_keys
+        cdef const double* src
+        cdef double* dst
+        cdef const int* blk
+        cdef unsigned long long key
+        cdef bint with_hist = self.n_swept < nf
+        while start < n_rows:
+            m = min(self.gram_block, n_rows - start)
+            blk = rows + start
+            # One pass over the block's rows: their keys, the rows [z, y]
+            # and their bins, all contiguous.
+            for i in range(m):
+                row = blk[i]
+                src = W + row * q
+                dst = G0 + i * q
+                for j in range(q):
+                    dst[j] = src[j]
+                if with_hist:
+                    rk[i] = _row_key(row)
+                    memcpy(bb + i * nf, &self.bins[row, 0], nf * sizeof(int))
+            packed_add_gram(total, G0, m, q, w.gram)
+            for f in range(nf):
+                off = self.hist_offset[f]
+                if off < 0:
+                    continue
+                nb = self.n_bins[f]
+                nb1 = nb + 1
+                # Counting sort with four interleaved tallies: runs of one
+                # bin (rows arrive sorted by feature 0) would otherwise
+                # serialize on one counter.
+                for b in range(4 * stride):
+                    pos[b] = 0
+                for i in range(m):
+                    pos[(i & 3) * stride + bb[i * nf + f] + 1] += 1
+                for b in range(1, nb1):
+                    pos[b] += pos[stride + b] + pos[2 * stride + b] + pos[3 * stride + b]
+                for b in range(nb):
+                    pos[b + 1] += pos[b]
+                # pos[b]: first gathered position of bin b; after the
+                # scatter it is the end of bin b (the start of bin b + 1).
+                for i in range(m):
+                    b = bb[i * nf + f]
+                    src = G0 + i * q
+                    dst = G + pos[b] * q
+                    for j in range(q):
+                        dst[j] = src[j]
+                    perm[pos[b]] = <int>i
+                    pos[b] += 1
+                first = 0
+                for b in range(nb):
+                    if pos[b] > first:
+                        packed_add_gram(hist + (off + b) * n_stats, G + first * q,
+                                        pos[b] - first, q, w.gram)
+                        key = 0
+                        for i in range(first, pos[b]):
+                            key += rk[perm[i]]
+                        keys[off + b] += key
+                    first = pos[b]
+            start += m
+
     cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          double* total, double* hist,
-                         unsigned long long* keys) noexcept nogil:
+                         unsigned long long* keys, bint exact) noexcept nogil:
         """Packed sums of the node and, per histogram feature, of each bin."""
         self.clear_stats(total, hist, keys)
-        self.add_stats(w, w.order + start, end - start, total, hist, keys)
+        self.add_stats(w, w.order + start, end - start, total, hist, keys, exact)
 
     cdef void sort_by_bin(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                           Py_ssize_t feature, int* out) noexcept nogil:
@@ -276,7 +426,8 @@ cdef class Splitter:
         while state.pos < m and self.bins[state.rows[state.pos], f] <= cand.bin:
             state.pos += 1
         state.bin = cand.bin
-        self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys)
+        self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys,
+                       False)
 
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil:
         # Flop model of appendix A.3: the bulk route pays one factorization

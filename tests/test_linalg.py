@@ -31,6 +31,7 @@ squares problem ``[Z; sqrt(Lambda)] beta ~ [y; 0]`` and by a fresh
 factorization of the same ``A``.
 """
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ import pytest
 from clarytree._linalg import (
     CholeskyState,
     cholesky_factor,
+    packed_gram,
     packed_loss,
     packed_ridge,
     solve_triangular_rt,
@@ -594,6 +596,38 @@ def test_packed_loss_rejects_inconsistent_shapes():
         packed_loss(np.zeros(5), np.ones(2))
     with pytest.raises(ValueError, match="1-d"):
         packed_loss(np.zeros((3, 2)), np.ones(1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 700), q=st.integers(1, 24), seed=st.integers(0, 2**32 - 1),
+       log_scale=st.floats(0.0, 3.0))
+def test_packed_gram_is_the_gram_matrix(n, q, seed, log_scale):
+    """``acc + X^T X`` (packed) within the summation error bound.
+
+    Any order of summing ``n`` products is within ``(n + 1) u`` of the sum of
+    their magnitudes (plus one addition into ``acc``); the exact sums come
+    from ``math.fsum``.  Row counts cross the dgemm block (256) and the
+    rank-one cutoff.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, q)) * 10.0 ** rng.uniform(-log_scale, log_scale, size=q)
+    acc0 = rng.standard_normal(q * (q + 1) // 2)
+    got = packed_gram(X, acc0)
+    k = 0
+    for i in range(q):
+        for j in range(i, q):
+            prod = X[:, i] * X[:, j]
+            exact = math.fsum([acc0[k], *prod])
+            bound = (n + 2) * U * (abs(acc0[k]) + float(np.abs(prod).sum()))
+            assert abs(got[k] - exact) <= bound, (i, j, got[k], exact)
+            k += 1
+
+
+def test_packed_gram_rejects_inconsistent_shapes():
+    with pytest.raises(ValueError, match="2-d"):
+        packed_gram(np.zeros(3))
+    with pytest.raises(ValueError, match="entries"):
+        packed_gram(np.zeros((2, 3)), np.zeros(5))
 
 
 @PROPERTY

@@ -1,0 +1,100 @@
+"""The splitter's statistics: the search's grouped sums against row-by-row sums."""
+
+import numpy as np
+import pytest
+from clarytree._builder import BuildContext
+from clarytree._criterion import ConstantCriterion, RidgeCriterion
+from clarytree._splitter import Splitter
+
+from clarytree._classes import _assemble_builder
+from clarytree._thresholds import bin_features, threshold_pool
+
+U = np.finfo(np.float64).eps / 2
+
+
+def problem(n, seed, leaf_model="linear", n_thresholds=20, swept=True):
+    """Three pooled features, a binary one and one swept (> 256 bins) or pooled."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    X[:, 3] = rng.integers(0, 2, size=n)
+    y = np.where(X[:, 0] > 0.2, 2 * X[:, 1], 1 - X[:, 2]) + 0.5 * X[:, 3] \
+        + 0.3 * rng.normal(size=n)
+    pools = [threshold_pool(X[:, f], n_thresholds, "quantile") for f in range(4)]
+    pools.append(threshold_pool(X[:, 4], 300 if swept else n_thresholds, "quantile"))
+    bins, order, n_bins = bin_features(X, pools)
+    if leaf_model == "linear":
+        Z = (X[:, [0, 1, 2, 4]] - X[:, [0, 1, 2, 4]].mean(0)) / X[:, [0, 1, 2, 4]].std(0)
+        W = np.column_stack([np.ones(n), Z, y - y.mean()])
+        ridge = np.full(W.shape[1] - 1, 1e-3 * n)
+        ridge[0] = 1e-12
+        make = RidgeCriterion
+    else:
+        W = np.column_stack([np.ones(n), y - y.mean()])
+        ridge = np.ones(1)
+        make = ConstantCriterion
+    return make, np.ascontiguousarray(W), ridge, bins, order, n_bins
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, 4500), (0, 100), (1234, 3900), (4000, 4500)])
+def test_grouped_sums_are_the_row_by_row_sums_up_to_rounding(start, end):
+    """Same keys; every total and bin within the summation error bound.
+
+    4500 rows take three gather blocks; the bound is ``(n_b + 2) u`` times
+    the bin's sum of |products| (from the same splitter on ``|W|``), for
+    each of the two routes.
+    """
+    make, W, ridge, bins, order, n_bins = problem(4500, 0)
+    splitter = Splitter(bins, order, n_bins, 5, make(W, ridge))
+    absolute = Splitter(bins, order.copy(), n_bins, 5, make(np.abs(W), ridge))
+    assert splitter.n_swept == 1 and splitter.hist_size > 0
+    t_exact, h_exact, k_exact = splitter._node_stats(start, end, True)
+    t_group, h_group, k_group = splitter._node_stats(start, end, False)
+    t_abs, h_abs, _ = absolute._node_stats(start, end, True)
+    np.testing.assert_array_equal(k_group, k_exact)
+    n_b = np.maximum(h_exact[:, :1], 1.0)     # rows per bin: packed entry 0
+    assert np.all(np.abs(h_group - h_exact) <= 2 * (n_b + 2) * U * h_abs)
+    assert np.all(np.abs(t_group - t_exact) <= 2 * (end - start + 2) * U * t_abs)
+    # Counts are sums of ones: exact either way.
+    np.testing.assert_array_equal(h_group[:, 0], h_exact[:, 0])
+    if end - start >= 1000:
+        assert not np.array_equal(h_group, h_exact), "the grouped route did not run"
+
+
+def test_without_grouping_and_for_constant_leaves_the_sums_are_bitwise_equal():
+    make, W, ridge, bins, order, n_bins = problem(3000, 1)
+    plain = Splitter(bins, order, n_bins, 5, make(W, ridge), grouped_sums=False)
+    for a, b in zip(plain._node_stats(0, 3000, True), plain._node_stats(0, 3000, False),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    make, W, ridge, bins, order, n_bins = problem(3000, 1, "constant")
+    const = Splitter(bins, order, n_bins, 1, make(W, ridge))
+    for a, b in zip(const._node_stats(0, 3000, True), const._node_stats(0, 3000, False),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("lookahead", [0, 1, 2])
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+def test_grouped_search_sums_leave_the_fitted_tree_bitwise_unchanged(lookahead, leaf_model):
+    """The committed tree's statistics are summed row by row either way.
+
+    The search's scores may differ in rounding, which the tie tolerance
+    absorbs, so the trees, node objectives, coefficients and the objective
+    are the same bits with and without grouped search sums.
+    """
+    out = []
+    for grouped in (True, False):
+        # Depth-2 lookahead on few thresholds, all by histogram (carried sums).
+        make, W, ridge, bins, order, n_bins = (
+            problem(1500, 2, leaf_model, 6, False) if lookahead == 2
+            else problem(2000, 2, leaf_model))
+        crit = make(W, ridge)
+        msl = 20 if leaf_model == "linear" else 1
+        splitter = Splitter(bins, order, n_bins, msl, crit, grouped_sums=grouped)
+        ctx = BuildContext(splitter, crit, 3, 1e-3 * float(W[:, -1] @ W[:, -1]), msl)
+        out.append(_assemble_builder(ctx, lookahead, 3).build())
+    (obj_a, nodes_a), (obj_b, nodes_b) = out
+    assert nodes_a["feature"].size > 3
+    assert obj_a == obj_b
+    for name in nodes_a:
+        np.testing.assert_array_equal(nodes_a[name], nodes_b[name], err_msg=name)
