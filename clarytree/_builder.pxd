@@ -32,6 +32,13 @@ cdef struct Workspace:
     int** saved                  # per depth: saved orders + bin-sorted rows
     Py_ssize_t* saved_capacity
     unsigned long long n_evaluations
+    # Parallel candidate scoring: this thread's carried sweep, the best
+    # score it has seen, candidates done, whether the limit cut its work.
+    bint is_main                 # the first workspace (the calling thread's)
+    CarryState carry
+    double bound
+    Py_ssize_t done
+    bint cut
 
 
 cdef class BuildContext:
@@ -50,6 +57,9 @@ cdef class BuildContext:
 
     cdef Workspace* ws                       # n_workspaces, [0] the main thread's
     cdef Py_ssize_t n_workspaces
+    cdef readonly Py_ssize_t n_threads       # = n_workspaces
+    cdef bint abort                          # the main thread raised: others stop
+    cdef bint in_parallel                    # inside a parallel candidate loop
 
     cdef NodeRecord* nodes
     cdef double* coefs
@@ -171,6 +181,13 @@ cdef class LookaheadBuilder(TreeBuilder):
                                   Py_ssize_t end, Py_ssize_t depth, int side,
                                   const Candidate* cand,
                                   Py_ssize_t n_cand) noexcept nogil
+    cdef int _report(self, Py_ssize_t done, Py_ssize_t total) except -1 with gil
+    cdef Py_ssize_t _score_parallel(self, Workspace* ws, Py_ssize_t start,
+                                    Py_ssize_t end, Py_ssize_t depth, int side,
+                                    Py_ssize_t remaining, const Candidate* cand,
+                                    double* score, Py_ssize_t n_cand, Py_ssize_t skip,
+                                    double bound, bint report) except -1 nogil
+    cdef Py_ssize_t _done(self, Py_ssize_t skip) noexcept nogil
     cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     const Candidate* c, CarryState* carry, double bound,

@@ -20,15 +20,62 @@ leaves, so the split score is their objective (no partition needed).
 import numpy as np
 
 from cpython.exc cimport PyErr_CheckSignals
+from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from libc.stdlib cimport calloc, realloc, free
+from libc.string cimport memcpy
 
 from ._criterion cimport Criterion
 from ._splitter cimport (
     Splitter, SplitRecord, Candidate, CarryState, enough_weight, improves,
 )
 from ._tree cimport TREE_LEAF, TREE_UNDEFINED
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int clarytree_openmp_enabled(void) { return 1; }
+    static int clarytree_omp_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static int clarytree_openmp_enabled(void) { return 0; }
+    static int clarytree_omp_max_threads(void) { return 1; }
+    #endif
+    """
+    int clarytree_openmp_enabled() noexcept nogil
+    int clarytree_omp_max_threads() noexcept nogil
+
+
+def openmp_enabled():
+    """Whether the core was compiled with OpenMP (parallel ``n_jobs``)."""
+    return bool(clarytree_openmp_enabled())
+
+
+def omp_max_threads():
+    """OpenMP's current thread budget (OMP_NUM_THREADS, threadpoolctl limits)."""
+    return int(clarytree_omp_max_threads())
+
+
+def workspace_bytes(Splitter splitter, Py_ssize_t max_depth, bint own_order=True):
+    """Bytes of one thread's workspace (without its candidate lists).
+
+    With ``own_order`` it includes the thread's copy of the row orders.
+    """
+    cdef Py_ssize_t n = splitter.n_samples, levels = max_depth + 2
+    cdef Py_ssize_t n_stats = splitter.n_stats, h = splitter.hist_size
+    size = (levels * 2 * (h + 1) * n_stats * 8 + levels * 2 * h * 8
+            + n * (4 + 1) + 4 * (splitter.n_orders + 1) * n)
+    if own_order:
+        size += 4 * splitter.n_orders * n
+    return size
+
+
+# Candidates per thread below which a node is scored serially: a parallel
+# region and the copies of the node's rows into each thread's workspace
+# must pay for themselves.
+cdef Py_ssize_t MIN_CANDIDATES_PER_THREAD = 2
+cdef Py_ssize_t MIN_PARALLEL_ROWS = 64
 
 # Seconds between two looks at pending signals (Ctrl-C) from the main thread.
 cdef double SIGNAL_INTERVAL = 0.005
@@ -57,6 +104,9 @@ cdef class BuildContext:
     time_limit : float or None, default=None
         Seconds after which lookahead nodes stop scoring candidates and
         choose greedily (see ``LookaheadBuilder``); None: no limit.
+    n_threads : int, default=1
+        Threads scoring a lookahead node's candidates; each has its own
+        workspace (see ``workspace_bytes``).  Results do not depend on it.
     """
 
     def __cinit__(self):
@@ -67,7 +117,8 @@ cdef class BuildContext:
 
     def __init__(self, Splitter splitter, Criterion criterion, Py_ssize_t max_depth,
                  double leaf_cost, Py_ssize_t min_samples_leaf, object progress=None,
-                 object time_limit=None):
+                 object time_limit=None, Py_ssize_t n_threads=1):
+        cdef Py_ssize_t t
         if splitter.criterion is not criterion:
             raise ValueError("the splitter must search with the same criterion")
         if max_depth < 0:
@@ -90,11 +141,20 @@ cdef class BuildContext:
         self.progress = progress
         self.node_count = 0
         self.node_capacity = 0
-        self.ws = <Workspace*>calloc(1, sizeof(Workspace))
+        if n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+        if not clarytree_openmp_enabled():
+            n_threads = 1
+        self.ws = <Workspace*>calloc(n_threads, sizeof(Workspace))
         if self.ws == NULL:
             raise MemoryError("could not allocate the build workspaces")
-        self.n_workspaces = 1
-        self._init_workspace(&self.ws[0], False)
+        self.n_workspaces = n_threads
+        self.n_threads = n_threads
+        for t in range(n_threads):
+            # The first thread works on the splitter's row orders, the
+            # others on copies of the node being scored.
+            self._init_workspace(&self.ws[t], t > 0)
+            self.ws[t].is_main = t == 0
 
     def __dealloc__(self):
         cdef Py_ssize_t t
@@ -169,12 +229,14 @@ cdef class BuildContext:
             if s != NULL:
                 ws.score[depth] = s
             if c == NULL or s == NULL:
+                self.abort = True
                 with gil:
                     raise MemoryError("could not allocate candidate lists")
             ws.cand_capacity[depth] = n_cand
         if n_saved > ws.saved_capacity[depth]:
             r = <int*>realloc(ws.saved[depth], n_saved * sizeof(int))
             if r == NULL:
+                self.abort = True
                 with gil:
                     raise MemoryError("could not allocate row-order buffers")
             ws.saved[depth] = r
@@ -223,6 +285,7 @@ cdef class BuildContext:
             self.last_signal_check = now
             with gil:
                 if PyErr_CheckSignals() != 0:
+                    self.abort = True
                     return -1
         return 0
 
@@ -240,6 +303,8 @@ cdef class BuildContext:
         self.deadline = INFINITY if self.time_limit is None else now + self.time_limit
         self.time_up = self.time_limit is not None and self.time_limit <= 0
         self.truncated = False
+        self.abort = False
+        self.in_parallel = False
         self.n_root_candidates = 0
         self.n_root_scored = 0
         self.n_searched = 0
@@ -486,7 +551,10 @@ cdef class TreeBuilder:
         cdef double left_objective, right_objective, value
         cdef SplitRecord split
         objective[0] = leaf_objective
-        self.ctx.check()
+        if ws.is_main:
+            self.ctx.check()
+        elif self.ctx.abort:
+            return 0        # the main thread is raising: stop quickly
         if emit:
             node = self.ctx.push_node(depth, m, leaf_loss, total, ws)
         # The node's objective as a leaf includes its own penalty: a node
@@ -806,13 +874,13 @@ cdef class LookaheadBuilder(TreeBuilder):
     cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     SplitRecord* split) except -1 nogil:
-        cdef Py_ssize_t m = end - start, i, k, n_cand, winner = -1, first = -1
+        cdef Py_ssize_t m = end - start, i, t, n_cand, winner = -1, first = -1
         cdef const double* hist = self.ctx.hist(ws, depth, side)
         cdef Candidate* cand
         cdef double* score
         cdef double best, bound = INFINITY
         cdef CarryState carry
-        cdef bint report = depth == 0 and self.ctx.progress is not None
+        cdef bint report = depth == 0 and ws.is_main and self.ctx.progress is not None
         cdef bint root = depth == 0, cut = False, exact_inner
         cdef Py_ssize_t done = 0
 
@@ -847,35 +915,52 @@ cdef class LookaheadBuilder(TreeBuilder):
         # A greedy inner builder's completions do not depend on the clock;
         # a lookahead one's are cut short when the time runs out.
         exact_inner = not self.inner_is_lookahead
-        for k in range(-1, n_cand):
-            if k == -1:
-                if first < 0:
-                    continue
-                i = first
-            elif k == first:
-                continue
-            else:
-                i = k
-            self.ctx.check()
-            if self.ctx.time_up and done > 0:
-                cut = True
-                break
-            self._score(ws, start, end, depth, side, remaining, &cand[i], &carry,
-                        bound, &score[i])
-            if self.ctx.time_up and not exact_inner and done > 0:
-                # Scored by a search that the limit cut short: the committed
-                # children would be refined differently, so drop it.
-                score[i] = INFINITY
-                cut = True
-                break
-            done += 1
-            if score[i] < bound:
-                bound = score[i]
+        if first >= 0:
+            if ws.is_main:
+                self.ctx.check()
+            self._score(ws, start, end, depth, side, remaining, &cand[first], &carry,
+                        bound, &score[first])
+            done = 1
+            bound = score[first]
             if root:
                 self.ctx.n_root_scored = done
             if report:
-                with gil:
-                    self.ctx.progress(done, n_cand)
+                self._report(done, n_cand)
+        if (self.ctx.n_threads > 1 and ws.is_main and not self.ctx.in_parallel
+                and n_cand >= MIN_CANDIDATES_PER_THREAD * self.ctx.n_threads
+                and m >= MIN_PARALLEL_ROWS):
+            done += self._score_parallel(ws, start, end, depth, side, remaining,
+                                         cand, score, n_cand, first, bound, report)
+            for t in range(self.ctx.n_threads):
+                cut = cut or self.ctx.ws[t].cut
+            if root:
+                self.ctx.n_root_scored = done
+            if report:
+                self._report(done, n_cand)
+        else:
+            for i in range(n_cand):
+                if i == first:
+                    continue
+                if ws.is_main:
+                    self.ctx.check()
+                if self.ctx.time_up and done > 0:
+                    cut = True
+                    break
+                self._score(ws, start, end, depth, side, remaining, &cand[i], &carry,
+                            bound, &score[i])
+                if self.ctx.time_up and not exact_inner and done > 0:
+                    # Scored by a search that the limit cut short: the
+                    # committed children would be refined differently.
+                    score[i] = INFINITY
+                    cut = True
+                    break
+                done += 1
+                if score[i] < bound:
+                    bound = score[i]
+                if root:
+                    self.ctx.n_root_scored = done
+                if report:
+                    self._report(done, n_cand)
         if cut:
             self.ctx.truncated = True
         else:
@@ -893,6 +978,92 @@ cdef class LookaheadBuilder(TreeBuilder):
         split.n_left = cand[winner].n_left
         split.score = best
         return 1
+
+    cdef int _report(self, Py_ssize_t done, Py_ssize_t total) except -1 with gil:
+        try:
+            self.ctx.progress(done, total)
+        except BaseException:
+            self.ctx.abort = True       # stop the other threads, then raise
+            raise
+        return 0
+
+    cdef Py_ssize_t _score_parallel(self, Workspace* ws, Py_ssize_t start,
+                                    Py_ssize_t end, Py_ssize_t depth, int side,
+                                    Py_ssize_t remaining, const Candidate* cand,
+                                    double* score, Py_ssize_t n_cand, Py_ssize_t skip,
+                                    double bound, bint report) except -1 nogil:
+        """Score the candidates (all but ``skip``) on ``n_threads`` threads.
+
+        Each thread scores contiguous chunks of the candidate list on its own
+        workspace: a copy of the node's segment of the row orders and of the
+        node's statistics, its own splitter and criterion scratch and the
+        per-depth buffers below the node.  Every candidate's score goes to its
+        own slot; the caller applies the tie rule in candidate order, so the
+        chosen split does not depend on the number of threads (a thread's
+        pruning bound only decides which losing candidates skip their right
+        completion).  Only the calling thread (thread 0) looks at signals and
+        reports progress.  Returns the number of candidates scored.
+        """
+        cdef Py_ssize_t t, k, m = end - start, n_threads = self.ctx.n_threads
+        cdef Py_ssize_t n_orders = self.splitter.n_orders, chunk, scored = 0
+        cdef Py_ssize_t n_stats = self.ctx.n_stats, h = self.ctx.hist_size
+        cdef Workspace* wt
+        for t in range(n_threads):
+            wt = &self.ctx.ws[t]
+            if t > 0:
+                self.ctx.reserve(wt, depth, 0, (n_orders + 1) * m)
+                self.splitter.copy_segment(&wt.sw, &ws.sw, start, end)
+                self.splitter.save(&wt.sw, start, end, wt.saved[depth])
+                memcpy(self.ctx.total(wt, depth, side), self.ctx.total(ws, depth, side),
+                       n_stats * sizeof(double))
+                memcpy(self.ctx.hist(wt, depth, side), self.ctx.hist(ws, depth, side),
+                       h * n_stats * sizeof(double))
+                memcpy(self.ctx.keys(wt, depth, side), self.ctx.keys(ws, depth, side),
+                       h * sizeof(unsigned long long))
+            wt.carry.feature = -1
+            wt.carry.bin = -1
+            wt.carry.pos = 0
+            wt.carry.rows = wt.saved[depth] + n_orders * m
+            wt.bound = bound
+            wt.done = 0
+            wt.cut = False
+        # Chunks of contiguous candidates keep most carried sweeps going;
+        # several chunks per thread even out candidates of unequal cost.
+        chunk = max(1, n_cand // (4 * n_threads))
+        self.ctx.in_parallel = True
+        for k in prange(n_cand, schedule="static", chunksize=chunk,
+                        num_threads=n_threads):
+            t = threadid()
+            wt = &self.ctx.ws[t]
+            if k != skip and not self.ctx.abort and not wt.cut:
+                if t == 0:
+                    self.ctx.check()
+                if self.ctx.time_up:
+                    wt.cut = True
+                else:
+                    self._score(wt, start, end, depth, side, remaining, &cand[k],
+                                &wt.carry, wt.bound, &score[k])
+                    if self.ctx.time_up and self.inner_is_lookahead:
+                        score[k] = INFINITY     # scored by a search cut short
+                        wt.cut = True
+                    else:
+                        if score[k] < wt.bound:
+                            wt.bound = score[k]
+                        wt.done = wt.done + 1
+                if t == 0 and report:
+                    self._report(self._done(skip), n_cand)
+        self.ctx.in_parallel = False
+        for t in range(n_threads):
+            scored = scored + self.ctx.ws[t].done
+        return scored
+
+    cdef Py_ssize_t _done(self, Py_ssize_t skip) noexcept nogil:
+        # Progress: candidates finished by all threads so far (a racy but
+        # monotone read of the other threads' counters).
+        cdef Py_ssize_t t, done = 1 if skip >= 0 else 0
+        for t in range(self.ctx.n_threads):
+            done = done + self.ctx.ws[t].done
+        return done
 
     cdef int _greedy(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                      Py_ssize_t depth, int side, SplitRecord* split) except -1 nogil:

@@ -7,10 +7,19 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._builder import BuildContext, GreedyBuilder, LookaheadBuilder, PathState
+from ._builder import (
+    BuildContext,
+    GreedyBuilder,
+    LookaheadBuilder,
+    PathState,
+    omp_max_threads,
+    openmp_enabled,
+    workspace_bytes,
+)
 from ._criterion import ConstantCriterion, RidgeCriterion
 from ._preparation import Preparation
 from ._sklearn_compat import Interval, StrOptions, fit_context, validate_params
@@ -106,6 +115,31 @@ def _assemble_builder(context, lookahead, max_depth):
     return builder
 
 
+# A parallel fit may use at most this multiple of the single-thread working
+# set (data, design, bins, row orders, one workspace).
+MAX_MEMORY_MULTIPLE = 4
+
+
+def _n_threads(n_jobs, lookahead, splitter, max_depth, single_thread_bytes):
+    """Threads for the candidate loops: scikit-learn's n_jobs, capped.
+
+    None is 1, -1 all cores (joblib's count, which follows CPU affinity
+    and cgroup limits; negative values count back from it, and they also
+    respect OpenMP's thread budget, e.g. a threadpoolctl limit).  Threads
+    are only used by lookahead searches and are capped so that the extra
+    workspaces stay within ``MAX_MEMORY_MULTIPLE - 1`` times the single-thread
+    working set.
+    """
+    if n_jobs is None or not lookahead or max_depth < 2 or not openmp_enabled():
+        return 1
+    n = int(n_jobs)
+    if n < 0:
+        n = min(effective_n_jobs(n), max(omp_max_threads(), 1))
+    extra = workspace_bytes(splitter, max_depth)
+    cap = 1 + int((MAX_MEMORY_MULTIPLE - 1) * single_thread_bytes // max(extra, 1))
+    return max(1, min(n, cap))
+
+
 def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
               max_hist_bins=256, leaf_penalties=None):
     """Fit ``estimator`` (a CLARITree-family regressor) on ``(X, y)``.
@@ -181,8 +215,12 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
                          time_limit if lookahead else None, leaf_penalties)
     leaf_cost = float(estimator.leaf_penalty) * data.tss
+    single = (data.X.nbytes + data.W.nbytes + data.bins.nbytes + data.order.nbytes
+              + workspace_bytes(splitter, estimator.max_depth, False))
+    n_threads = _n_threads(getattr(estimator, "n_jobs", None), lookahead, splitter,
+                           estimator.max_depth, single)
     context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
-                           progress, time_limit if lookahead else None)
+                           progress, time_limit if lookahead else None, n_threads)
     builder = _assemble_builder(context, lookahead, estimator.max_depth)
     objective, nodes = builder.build()
     counters = context.counters()
@@ -200,6 +238,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
             objective, nodes = greedy_objective, greedy_nodes
             report["greedy_fallback"] = True
     counters["search"] = report
+    counters["n_threads"] = n_threads
     if "time_limit" in estimator.get_params(deep=False):
         estimator.search_complete_ = bool(report["complete"])
     if not report["complete"]:
@@ -554,6 +593,21 @@ class CLARITreeRegressor(_BaseLinearTree):
         ``search_complete_`` is False and a ``UserWarning`` says how far the
         search got.  ``time_limit=0`` returns the ``CholeskyTreeRegressor``
         tree.  None searches to the end.
+    n_jobs : int or None, default=None
+        Threads scoring a lookahead node's candidates (OpenMP): the root's
+        and, while they have enough candidates, the refined nodes'.  None
+        means 1, -1 all cores (negative values count back from it and
+        respect OpenMP's thread budget, e.g. a ``threadpoolctl`` limit).
+        The tree and objective are bit-identical for every ``n_jobs``: each
+        candidate is scored on its own and the tie rule is applied in
+        candidate order afterwards.  Each extra thread holds its own
+        workspace, about ``(8 k_s + 13) n + 16 (max_depth + 2) B s`` bytes
+        for ``n`` rows, ``k_s`` sorted row orders (the number of features
+        when some feature has more than 255 thresholds, else 1), ``B``
+        histogram bins in all and ``s = (p + 1)(p + 2) / 2`` packed
+        statistics for ``p`` leaf coefficients; threads are capped so that
+        a fit needs at most 4 times its single-thread memory.  Without
+        OpenMP at build time fits are single-threaded.
 """).replace("    n_features_in_ : int\n", """    search_complete_ : bool
         False when ``time_limit`` cut the lookahead search short.
     n_features_in_ : int
@@ -578,9 +632,10 @@ class CLARITreeRegressor(_BaseLinearTree):
         **_BaseLinearTree._parameter_constraints,
         "lookahead_depth": [Interval(Integral, 0, None, closed="left")],
         "time_limit": [Interval(Real, 0, None, closed="left"), None],
+        "n_jobs": [Integral, None],
     }
 
-    def __init__(self, *, max_depth=4, lookahead_depth=1, time_limit=None,
+    def __init__(self, *, max_depth=4, lookahead_depth=1, time_limit=None, n_jobs=None,
                  leaf_model="linear", leaf_penalty=1e-3, ridge_alpha=1e-5,
                  n_thresholds=20, threshold_strategy="quantile",
                  min_samples_leaf="auto", regression_features="auto",
@@ -588,6 +643,7 @@ class CLARITreeRegressor(_BaseLinearTree):
         self.max_depth = max_depth
         self.lookahead_depth = lookahead_depth
         self.time_limit = time_limit
+        self.n_jobs = n_jobs
         self.leaf_model = leaf_model
         self.leaf_penalty = leaf_penalty
         self.ridge_alpha = ridge_alpha

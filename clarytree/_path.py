@@ -191,6 +191,10 @@ class _CVMixin:
         names = self._tree_class._get_param_names()
         params = {k: v for k, v in self.get_params(deep=False).items() if k in names}
         params["verbose"] = 0
+        if "n_jobs" in names:
+            # This object's n_jobs runs the (fold, kappa) tasks; their trees
+            # each take one thread.
+            params["n_jobs"] = None
         return self._tree_class(**params)
 
     @fit_context(prefer_skip_nested_validation=True)

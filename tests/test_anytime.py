@@ -29,24 +29,25 @@ def same_tree(a, b):
         np.testing.assert_array_equal(getattr(a.tree_, name), getattr(b.tree_, name))
 
 
+@pytest.mark.parametrize("n_jobs", [None, 2])
 @pytest.mark.parametrize("leaf_model", ["linear", "constant"])
 @pytest.mark.parametrize("lookahead", [1, 2])
-def test_time_limit_zero_is_the_greedy_tree(data, leaf_model, lookahead):
+def test_time_limit_zero_is_the_greedy_tree(data, leaf_model, lookahead, n_jobs):
     X, y = data
     greedy = CholeskyTreeRegressor(max_depth=4, leaf_model=leaf_model).fit(X, y)
     with pytest.warns(UserWarning, match="time_limit=0s reached"):
         model = CLARITreeRegressor(max_depth=4, lookahead_depth=lookahead, time_limit=0,
-                                   leaf_model=leaf_model).fit(X, y)
+                                   leaf_model=leaf_model, n_jobs=n_jobs).fit(X, y)
     same_tree(model, greedy)
     assert model.objective_ == greedy.objective_
     assert model.search_complete_ is False
     assert model.n_candidate_evaluations_ == 0
 
 
-@pytest.mark.parametrize("lookahead", [1, 2])
-def test_tiny_limit_lies_between_lookahead_and_greedy(data, lookahead):
+@pytest.mark.parametrize("lookahead, n_jobs", [(1, None), (2, None), (1, 2)])
+def test_tiny_limit_lies_between_lookahead_and_greedy(data, lookahead, n_jobs):
     X, y = data
-    params = dict(max_depth=4, lookahead_depth=lookahead)
+    params = dict(max_depth=4, lookahead_depth=lookahead, n_jobs=n_jobs)
     full = CLARITreeRegressor(**params).fit(X, y)
     greedy = CholeskyTreeRegressor(max_depth=4).fit(X, y)
     assert full.search_complete_ is True
@@ -129,7 +130,7 @@ CHILD = textwrap.dedent("""
     X, y = make_piecewise_linear(n_samples=20000, n_features=6, noise=0.5,
                                  random_state=0)
     model = CLARITreeRegressor(max_depth=4, lookahead_depth=2,
-                               verbose=int(sys.argv[1]))
+                               verbose=int(sys.argv[1]), n_jobs=int(sys.argv[2]))
     print("fitting", flush=True)
     try:
         model.fit(X, y)
@@ -142,11 +143,11 @@ CHILD = textwrap.dedent("""
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("verbose", [0, 1])
-def test_ctrl_c_stops_a_long_fit(verbose):
+@pytest.mark.parametrize("verbose, n_jobs", [(0, 1), (1, 1), (1, 2)])
+def test_ctrl_c_stops_a_long_fit(verbose, n_jobs):
     """SIGINT during a fit of tens of seconds raises KeyboardInterrupt promptly."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(verbose)],
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(verbose), str(n_jobs)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
     try:

@@ -1,0 +1,110 @@
+"""n_jobs: candidates scored on several threads give bit-identical fits."""
+
+import numpy as np
+import pytest
+from clarytree._builder import openmp_enabled
+from clarytree._splitter import SearchRoute
+
+from clarytree import CLARITreeRegressor
+from clarytree._classes import _fit_tree, _n_threads
+from clarytree.datasets import make_piecewise_linear
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_piecewise_linear(n_samples=1500, n_features=4, noise=0.5, random_state=4)
+    rng = np.random.default_rng(1)
+    flag = rng.integers(0, 2, size=X.shape[0]).astype(float)
+    return np.column_stack([X, flag]), y + 0.5 * flag
+
+
+def fit(data, n_jobs, lookahead, leaf_model, route, max_hist_bins, n_thresholds=12):
+    X, y = data
+    if n_thresholds is None:
+        X, y = X[:300], y[:300]     # every midpoint: a few hundred rows suffice
+    model = CLARITreeRegressor(max_depth=3, lookahead_depth=lookahead, n_jobs=n_jobs,
+                               leaf_model=leaf_model, n_thresholds=n_thresholds)
+    model, counters = _fit_tree(model, X, y, route=route, max_hist_bins=max_hist_bins)
+    return model, counters
+
+
+SEARCHES = {
+    "histogram": (SearchRoute.AUTO, 256, 12),
+    "swept": (SearchRoute.AUTO, 0, 12),
+    "incremental": (SearchRoute.INCREMENTAL, 0, None),
+    "mixed": (SearchRoute.AUTO, 4, 12),
+}
+
+
+@pytest.mark.parametrize("search", list(SEARCHES))
+@pytest.mark.parametrize("leaf_model", ["linear", "constant"])
+@pytest.mark.parametrize("lookahead", [0, 1, 2])
+def test_bit_identical_for_every_n_jobs(data, search, leaf_model, lookahead):
+    route, max_hist_bins, n_thresholds = SEARCHES[search]
+    if lookahead == 2 and n_thresholds is None:
+        pytest.skip("every midpoint with lookahead 2 is too slow for the suite")
+    ref, _ = fit(data, 1, lookahead, leaf_model, route, max_hist_bins, n_thresholds)
+    for n_jobs in (2, 3, -1):
+        model, counters = fit(data, n_jobs, lookahead, leaf_model, route,
+                              max_hist_bins, n_thresholds)
+        if openmp_enabled() and lookahead:
+            assert counters["n_threads"] == (n_jobs if n_jobs > 0 else counters["n_threads"])
+        assert model.objective_ == ref.objective_           # bitwise
+        for name in ("feature", "threshold", "children_left", "children_right",
+                     "node_objective", "intercept", "coef"):
+            np.testing.assert_array_equal(getattr(model.tree_, name),
+                                          getattr(ref.tree_, name), err_msg=name)
+
+
+def test_threads_are_used_and_capped(data):
+    X, y = data
+    if not openmp_enabled():
+        pytest.skip("built without OpenMP")
+    _, counters = fit(data, 4, 1, "linear", SearchRoute.AUTO, 256)
+    assert counters["n_threads"] == 4
+    _, counters = fit(data, None, 1, "linear", SearchRoute.AUTO, 256)
+    assert counters["n_threads"] == 1
+    _, counters = fit(data, 4, 0, "linear", SearchRoute.AUTO, 256)
+    assert counters["n_threads"] == 1       # greedy trees have no candidate loops
+
+
+def test_thread_cap_keeps_memory_a_small_multiple():
+    X, y = make_piecewise_linear(n_samples=400, n_features=3, random_state=0)
+    model = CLARITreeRegressor(max_depth=3, n_jobs=1)
+    _fit_tree(model, X, y)
+    from clarytree._builder import workspace_bytes
+    from clarytree._criterion import RidgeCriterion
+    from clarytree._splitter import Splitter
+
+    from clarytree._thresholds import bin_features
+    bins, order, n_bins = bin_features(X, model.thresholds_)
+    crit = RidgeCriterion(np.ones((400, 5)), np.ones(4))
+    splitter = Splitter(bins, order, n_bins, 5, crit)
+    extra = workspace_bytes(splitter, 3)
+    if not openmp_enabled():
+        assert _n_threads(64, 1, splitter, 3, 10 * extra) == 1
+        return
+    # The working set pays for 3 x its size in extra workspaces, no more.
+    assert _n_threads(64, 1, splitter, 3, extra) == 4
+    assert _n_threads(64, 1, splitter, 3, 10 * extra) == 31
+    assert _n_threads(2, 1, splitter, 3, 10 * extra) == 2
+    assert _n_threads(None, 1, splitter, 3, 10 * extra) == 1
+
+
+def test_bad_n_jobs(data):
+    X, y = data
+    with pytest.raises(ValueError, match="n_jobs"):
+        CLARITreeRegressor(n_jobs=1.5).fit(X, y)
+
+
+def test_verbose_progress_with_threads(data, capsys):
+    X, y = data
+    if not openmp_enabled():
+        pytest.skip("built without OpenMP")
+    model = CLARITreeRegressor(max_depth=3, n_jobs=2, verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    total = err.strip().split("\n")[-1]
+    # The last report, from the main thread, counts every root candidate.
+    done, of = total.split()[2].split("/")
+    assert done == of and int(of) > 0
+    assert model.objective_ == CLARITreeRegressor(max_depth=3).fit(X, y).objective_
