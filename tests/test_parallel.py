@@ -103,7 +103,7 @@ def test_verbose_progress_with_threads(data, capsys):
         pytest.skip("built without OpenMP")
     model = CLARITreeRegressor(max_depth=3, n_jobs=2, verbose=1).fit(X, y)
     err = capsys.readouterr().err
-    total = err.strip().split("\n")[-1]
+    total = err.strip().split("\n")[-1].split("\r")[-1]
     # The last report, from the main thread, counts every root candidate.
     done, of = total.split()[2].split("/")
     assert done == of and int(of) > 0
