@@ -137,16 +137,20 @@ def _take(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
-def _path_task(estimator, X, y, train, test, penalties, scorer):
+def _path_task(estimator, X, y, sample_weight, train, test, penalties, scorer):
     """Fit the path on one fold's training rows and score every tree."""
     start = time.perf_counter()
-    path = leaf_penalty_path(estimator, _take(X, train), y[train], penalties)
+    weight = None if sample_weight is None else sample_weight[train]
+    path = leaf_penalty_path(estimator, _take(X, train), y[train], penalties,
+                             sample_weight=weight)
     fit_time = time.perf_counter() - start
     X_test, y_test = _take(X, test), y[test]
+    # Weighted validation scores, as GridSearchCV.fit(..., sample_weight=w).
+    kwargs = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
     scores, score_times, n_leaves = [], [], []
     for tree in path:
         start = time.perf_counter()
-        scores.append(float(scorer(tree, X_test, y_test)))
+        scores.append(float(scorer(tree, X_test, y_test, **kwargs)))
         score_times.append(time.perf_counter() - start)
         n_leaves.append(tree.get_n_leaves())
     return {"fit_time": fit_time / len(penalties), "scores": scores,
@@ -198,13 +202,17 @@ class _CVMixin:
         return self._tree_class(**params)
 
     @fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Choose the leaf penalty and ridge strength by CV, then refit.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of every fit (each fold's training rows, and the
+            refit) and of the validation scores, as in
+            ``GridSearchCV.fit(X, y, sample_weight=...)``.
         groups : array-like of shape (n_samples,), optional
             Group labels for a group-aware ``cv`` splitter.
 
@@ -233,6 +241,11 @@ class _CVMixin:
         # Inner fits see the caller's DataFrame (column names select
         # regression features) or the validated array.
         data = X if hasattr(X, "iloc") else X_checked
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.shape != y_checked.shape:
+                raise ValueError(f"sample_weight has shape {sample_weight.shape}, "
+                                 f"expected {y_checked.shape}")
         data, y_checked, groups = indexable(data, y_checked, groups)
         cv = check_cv(self.cv, y_checked, classifier=False)
         folds = list(cv.split(X_checked, y_checked, groups))
@@ -243,7 +256,8 @@ class _CVMixin:
         parallel = Parallel(n_jobs=self.n_jobs, verbose=max(0, int(self.verbose) - 1))
         out = parallel(
             delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
-                                y_checked, folds[f][0], folds[f][1], penalties, scorer)
+                                y_checked, sample_weight, folds[f][0], folds[f][1],
+                                penalties, scorer)
             for f, j in tasks)
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
@@ -285,7 +299,7 @@ class _CVMixin:
             start = time.perf_counter()
             tree = clone(base).set_params(leaf_penalty=self.leaf_penalty_,
                                           ridge_alpha=self.ridge_alpha_)
-            tree.fit(data, y_checked)
+            tree.fit(data, y_checked, sample_weight=sample_weight)
             self.refit_time_ = time.perf_counter() - start
             for name, value in vars(tree).items():
                 if name.endswith("_") and not name.startswith("__"):

@@ -24,12 +24,12 @@ from clarytree.datasets import make_piecewise_linear
 GRID = [1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4]
 
 
-def _separate(estimator, lam, X, y):
+def _separate(estimator, lam, X, y, sample_weight=None):
     tree = estimator.__class__(**{**estimator.get_params(), "leaf_penalty": lam})
     if hasattr(estimator, "_route"):
-        return _fit_tree(tree, X, y, route=estimator._route,
+        return _fit_tree(tree, X, y, sample_weight, route=estimator._route,
                          max_hist_bins=estimator._max_hist_bins)[0]
-    return tree.fit(X, y)
+    return tree.fit(X, y, sample_weight=sample_weight)
 
 
 def _assert_same_fit(path_tree, separate):
@@ -77,24 +77,30 @@ def _problems(draw):
         **extra,
     }
     route = draw(st.sampled_from([None, (256, 0), (0, 1), (0, 2), (0, 0)]))
-    return X, y, grid, params, route
+    weight = draw(st.sampled_from([None, "integer", "real"]))
+    if weight == "integer":
+        weight = rng.integers(0, 4, size=n).astype(float)
+        weight[0] = 1.0
+    elif weight == "real":
+        weight = rng.uniform(0.1, 3.0, size=n)
+    return X, y, grid, params, route, weight
 
 
-@settings(max_examples=60)
+@settings(max_examples=200)
 @given(_problems(), st.sampled_from([0, 1, 2]))
 def test_path_equals_separate_fits(problem, lookahead):
-    X, y, grid, params, route = problem
+    X, y, grid, params, route, weight = problem
     if lookahead == 0:
         est = CholeskyTreeRegressor(**params)
     else:
         est = CLARITreeRegressor(lookahead_depth=lookahead, **params)
     if route is not None:
         est._max_hist_bins, est._route = route
-    path = leaf_penalty_path(est, X, y, grid)
+    path = leaf_penalty_path(est, X, y, grid, sample_weight=weight)
     assert len(path) == len(grid)
     for lam, tree in zip(grid, path, strict=True):
         assert tree.leaf_penalty == lam
-        _assert_same_fit(tree, _separate(est, lam, X, y))
+        _assert_same_fit(tree, _separate(est, lam, X, y, weight))
 
 
 @pytest.mark.parametrize("lookahead", [0, 1])
@@ -209,6 +215,22 @@ def test_cv_selects_what_grid_search_selects(cls, lookahead, scoring):
     assert model.n_leaves_path_.shape == (len(lams), len(kaps), 3)
     np.testing.assert_allclose(res["mean_n_leaves"],
                                model.n_leaves_path_.reshape(-1, 3).mean(axis=1))
+
+
+def test_cv_with_weights_selects_what_grid_search_selects():
+    X, y = _data()
+    w = np.random.default_rng(0).integers(0, 4, size=len(y)).astype(float)
+    lams, kaps = [1e-1, 1e-2, 1e-3], [1e-1, 1e-4]
+    folds = KFold(3, shuffle=True, random_state=1)
+    model = CLARITreeRegressorCV(leaf_penalties=lams, ridge_alphas=kaps, cv=folds,
+                                 max_depth=3).fit(X, y, sample_weight=w)
+    search = GridSearchCV(CLARITreeRegressor(max_depth=3),
+                          {"leaf_penalty": lams, "ridge_alpha": kaps}, cv=folds)
+    search.fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(model.cv_results_["mean_test_score"],
+                               search.cv_results_["mean_test_score"], rtol=1e-12, atol=1e-12)
+    assert model.best_index_ == search.best_index_
+    np.testing.assert_array_equal(model.predict(X), search.predict(X))
 
 
 def test_cv_is_the_refitted_tree():
