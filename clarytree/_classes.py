@@ -183,7 +183,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
             f"{estimator.ridge_alpha!r}): without it the leaf regressions can be "
             "singular and objectives come out negative")
     prep = estimator._make_preparation()
-    data = prep.fit(estimator, X, y, sample_weight)
+    data = prep.fit(estimator, X, y, sample_weight, max_hist_bins)
     estimator._preparation = prep
     reg = prep.regression_features_
     estimator.regression_features_ = reg
@@ -229,7 +229,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
             and builder.lookahead_depth >= 2:
         # A depth-k search cut short refines committed children greedily,
         # which can fall behind the greedy tree: keep whichever is better.
-        bins, order, n_bins = prep.bins(data.X)
+        bins, order, n_bins = prep.bins(data.X, max_hist_bins)
         greedy_splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins,
                                    route)
         greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(

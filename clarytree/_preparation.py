@@ -70,9 +70,19 @@ def _column_moments(X):
     constant; for ordinary data the result is bitwise that of ``X.std``.
     """
     scale = _pow2_magnitude(X, axis=0)
-    scaled = X / scale
-    std = scaled.std(axis=0)
-    return scaled.mean(axis=0) * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
+    # In place on the caller's copy of the columns (X[:, reg]), with numpy's
+    # own mean/var arithmetic (sum / n, then the sum of squared deviations
+    # / n), so the result is bitwise X.mean(0), X.std(0) without two
+    # full-size temporaries.
+    n = X.shape[0]
+    scaled = np.divide(X, scale, out=X)
+    mean = np.add.reduce(scaled, axis=0, keepdims=True)
+    mean = np.true_divide(mean, n, out=mean)
+    deviation = np.subtract(scaled, mean, out=scaled)
+    np.multiply(deviation, deviation, out=deviation)
+    std = np.sqrt(np.true_divide(np.add.reduce(deviation, axis=0), n))
+    mean = mean[0]
+    return mean * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
 
 
 def _weighted_moments(x, w):
@@ -426,10 +436,11 @@ class Preparation:
             raise ValueError("sample_weight must not be all zero: its sum must be positive")
         return w
 
-    def fit(self, estimator, X, y, sample_weight=None):
+    def fit(self, estimator, X, y, sample_weight=None, max_hist_bins=256):
         """Validate and prepare one training set.
 
-        Sets ``n_features_in_`` (and ``feature_names_in_``) on ``estimator``.
+        Sets ``n_features_in_`` (and ``feature_names_in_``) on ``estimator``;
+        ``max_hist_bins`` is the splitter's (see :meth:`bins`).
 
         Returns
         -------
@@ -499,7 +510,7 @@ class Preparation:
         data.W, data.ridge, data.tss = self._design(X_enc, y_centred, w, reg, mean, std)
         self._pools(X_enc, w)
         self._category_ranks(X_enc, y_centred, w)
-        data.bins, data.order, data.n_bins = self.bins(X_enc)
+        data.bins, data.order, data.n_bins = self.bins(X_enc, max_hist_bins)
         return data
 
     def _regression_features(self, estimator, X):
@@ -599,21 +610,33 @@ class Preparation:
             return len(self.categories_[f])
         return len(self.thresholds_[f]) + 1
 
-    def bins(self, X):
+    def bins(self, X, max_hist_bins=256):
         """Bins of the split columns of the encoded rows ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Encoded rows.
+        max_hist_bins : int, default=256
+            The splitter's histogram limit: sorted row orders are kept for
+            every column only when some column has more bins (it is swept).
 
         Returns
         -------
         bins : ndarray of shape (n_samples, n_columns), int32
-        order : ndarray of shape (n_columns, n_samples), int32
-            Rows sorted by each column's bin, ties by row index.
+        order : ndarray of shape (n_columns, n_samples) or (1, n_samples), int32
+            Rows sorted by each column's bin, ties by row index (only the
+            first column's when no column is swept).
         n_bins : ndarray of shape (n_columns,), int32
         """
         columns = self._split_columns
         n = X.shape[0]
         bins = np.empty((n, len(columns)), dtype=np.int32)
-        order = np.empty((len(columns), n), dtype=np.int32)
         n_bins = np.empty(len(columns), dtype=np.int32)
+        for c, (f, kind) in enumerate(columns):
+            n_bins[c] = self._n_values(f) + (0 if kind == PLAIN else 1)
+        order = np.empty((len(columns) if np.any(n_bins > max_hist_bins) else 1, n),
+                         dtype=np.int32)
         for c, (f, kind) in enumerate(columns):
             x = X[:, f]
             if self.is_categorical_[f]:
@@ -623,15 +646,14 @@ class Preparation:
             nv = self._n_values(f)
             if kind == PLAIN:
                 bins[:, c] = value_bin
-                n_bins[c] = nv
             else:
                 missing = np.isnan(x)
                 if kind == MISSING_LEFT:
                     bins[:, c] = np.where(missing, 0, value_bin + 1)
                 else:
                     bins[:, c] = np.where(missing, nv, value_bin)
-                n_bins[c] = nv + 1
-            order[c] = np.argsort(bins[:, c], kind="stable")
+            if c < order.shape[0]:
+                order[c] = np.argsort(bins[:, c], kind="stable")
         return bins, order, n_bins
 
     def split(self, column, b):

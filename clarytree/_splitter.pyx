@@ -120,8 +120,9 @@ cdef class Splitter:
         self.n_features = bins.shape[1]
         if self.n_samples < 1 or self.n_features < 1:
             raise ValueError("need at least one row and one feature")
-        if order.shape[0] != self.n_features or order.shape[1] != self.n_samples:
-            raise ValueError("order must have shape (n_features, n_samples)")
+        if order.shape[1] != self.n_samples or order.shape[0] not in (1, self.n_features):
+            raise ValueError("order must have shape (n_features, n_samples), or "
+                             "(1, n_samples) when every feature is a histogram feature")
         self.bins = bins
         self.order = order
         self.n_bins = n_bins
@@ -142,6 +143,9 @@ cdef class Splitter:
         # Histogram features need only the node's row set, in any order; the
         # per-feature sorted orders are kept only when some feature is swept.
         self.n_orders = self.n_features if self.n_swept > 0 else 1
+        if order.shape[0] < self.n_orders:
+            raise ValueError("swept features need one row order per feature: order "
+                             f"has {order.shape[0]} rows for {self.n_features} features")
         self.gram_block = min(self.n_samples, GRAM_BLOCK)
         if criterion.q < GRAM_MIN_Q or not grouped_sums:
             self.gram_min_rows = self.n_samples + 1      # never

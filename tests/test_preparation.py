@@ -221,3 +221,16 @@ def test_categorical_column_in_regression_features():
         CLARITreeRegressor(regression_features=["color", "x"]).fit(X, y)
     with pytest.raises(ValueError, match="categorical_features names not in X"):
         CLARITreeRegressor(categorical_features=["nope"]).fit(X, y)
+
+
+def test_row_orders_only_when_a_column_is_swept():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3))
+    y = rng.normal(size=400)
+    prep, data, _ = prepare(X, y, n_thresholds=20)
+    assert data.order.shape == (1, 400)          # every column by histogram
+    np.testing.assert_array_equal(data.order[0], np.argsort(data.bins[:, 0], kind="stable"))
+    prep, data, _ = prepare(X, y, n_thresholds=None)  # 400 bins > 256: swept
+    assert data.order.shape == (3, 400)
+    for c in range(3):
+        assert np.all(np.diff(data.bins[data.order[c], c]) >= 0)

@@ -6,6 +6,7 @@ Data: the paper's piecewise-linear design (appendix D.3), generated in
 - ``FitSize``: greedy or lookahead (one-step, the paper's CLARITree), linear
   or constant leaves, ``n`` in {1e3, 1e4, 1e5} rows, ``k`` in {4, 8, 16}
   features, 20 thresholds; time and peak memory.
+- ``FitMemory``: peak memory of a greedy fit at ``n = 1e6``, ``k = 8``.
 - ``FitThresholds``: the threshold budget, ``n_thresholds`` in {5, 20, None
   (every midpoint)}, at ``n = 1000`` and ``k = 8``; plus 5 and 20 at
   ``n = 1e4`` (every midpoint only for small n).
@@ -104,4 +105,24 @@ class FitThresholds:
         self.model = make_estimator(method, leaf_model, n_thresholds)
 
     def time_fit(self, method, leaf_model, n, n_thresholds):
+        self.model.fit(self.X, self.y)
+
+
+class FitMemory:
+    """Peak memory of a greedy depth-4 fit on 10^6 rows x 8 features.
+
+    The prepared arrays (design matrix, bins, row orders) dominate a large
+    fit's footprint; asv's figure is the whole process's peak, the input
+    (61 MiB of float64) and the imports included.
+    """
+
+    params = (["linear", "constant"],)
+    param_names = ["leaf_model"]
+    timeout = 300
+
+    def setup(self, leaf_model):
+        self.X, self.y = piecewise_linear(1_000_000, 8)
+        self.model = make_estimator("greedy", leaf_model, 20)
+
+    def peakmem_fit(self, leaf_model):
         self.model.fit(self.X, self.y)
