@@ -664,11 +664,17 @@ class CholeskyTreeRegressor(_BaseLinearTree):
         """Greedy piecewise-linear regression tree (CholeskyTree).
 
     Each node takes the admissible split with the smallest sum of its two
-    children's ridge leaf objectives, evaluated for every threshold of a
-    feature in one sorted sweep (rank-one Cholesky updates, or per-threshold
-    factorizations of accumulated Gram sums when that is cheaper), then the
-    children are grown recursively and the split is pruned when it does not
-    pay for its extra leaf.  It is CLARITree with ``lookahead_depth=0`` and
+    children's ridge leaf objectives, then the children are grown
+    recursively and the split is pruned when it does not pay for its extra
+    leaf.  By default (a feature with at most 255 thresholds, as with
+    ``n_thresholds=20``) a feature's thresholds are scored from per-bin
+    statistics: one pass adds each row's packed Gram sums to its bin
+    (siblings by subtraction from the parent) and each threshold costs one
+    factorization of the accumulated sums.  A feature with more thresholds
+    (``n_thresholds=None`` on a column with many values, every midpoint a
+    candidate) is swept in sorted order with rank-one Cholesky updates and
+    downdates, or with per-threshold factorizations of running sums when a
+    flop count says that is cheaper.  It is CLARITree with ``lookahead_depth=0`` and
     the completion routine inside CLARITree.
 """
         + _SEMANTICS

@@ -1,5 +1,7 @@
 """Leaf objectives for linear (ridge) and constant leaves."""
 
+import numpy as np
+
 from libc.math cimport INFINITY, sqrt
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
@@ -109,6 +111,46 @@ cdef class RidgeCriterion(Criterion):
 
     cdef bint incremental_available(self) noexcept nogil:
         return True
+
+    def _sweep(self, rows):
+        """Run the composed incremental sweep over ``rows`` (for tests).
+
+        Starts from the packed sums of ``rows`` and moves them to the left
+        child one at a time, as the splitter's rank-one route does: update
+        the left factor, downdate the right one, refactor the right child
+        from packed sums when the downdate is refused.
+
+        Returns
+        -------
+        left_loss, right_loss : ndarray of shape (len(rows),)
+            Both children's ridge losses after each move.
+        refactored : ndarray of bool, shape (len(rows),)
+            Whether that move's downdate fell back to a refactorization.
+        """
+        cdef int[::1] r = np.ascontiguousarray(rows, dtype=np.int32)
+        cdef Py_ssize_t n = r.shape[0], i
+        cdef CriterionWork w
+        cdef unsigned long long before
+        if n == 0 or np.min(rows) < 0 or np.max(rows) >= self.W.shape[0]:
+            raise ValueError("rows must be a non-empty array of row indices")
+        left = np.empty(n)
+        right = np.empty(n)
+        refactored = np.zeros(n, dtype=bool)
+        total = np.zeros(self.n_stats)
+        cdef double[::1] tv = total
+        self.init_work(&w)
+        try:
+            add_rows(&w, &tv[0], &r[0], n)
+            self.sweep_start(&w, &tv[0])
+            for i in range(n):
+                before = w.n_refactor
+                sweep_move_left(&w, r[i])
+                refactored[i] = w.n_refactor > before
+                left[i] = sweep_left_loss(&w)
+                right[i] = sweep_right_loss(&w)
+        finally:
+            self.free_work(&w)
+        return left, right, refactored
 
     cdef void sweep_start(self, CriterionWork* w, const double* total) noexcept nogil:
         cdef Py_ssize_t i, p = w.p
