@@ -144,14 +144,17 @@ CHILD = textwrap.dedent("""
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("verbose, n_jobs", [(0, 1), (1, 1), (1, 2)])
-def test_ctrl_c_stops_a_long_fit(verbose, n_jobs):
+def test_ctrl_c_stops_a_long_fit(verbose, n_jobs, tmp_path):
     """SIGINT during a fit of tens of seconds raises KeyboardInterrupt promptly."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # Outside the source tree, so the child imports the installed package
+    # (CI installs it non-editable; the source tree has no compiled modules).
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(verbose), str(n_jobs)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+                             text=True, env=env, cwd=tmp_path)
     try:
-        assert child.stdout.readline().strip() == "fitting"
+        line = child.stdout.readline().strip()
+        assert line == "fitting", child.stderr.read()
         time.sleep(1.0)
         sent = time.perf_counter()
         child.send_signal(signal.SIGINT)
