@@ -299,6 +299,10 @@ class _CVMixin:
             start = time.perf_counter()
             tree = clone(base).set_params(leaf_penalty=self.leaf_penalty_,
                                           ridge_alpha=self.ridge_alpha_)
+            if "n_jobs" in tree.get_params(deep=False):
+                # One fit: this object's n_jobs become its search threads
+                # (the tree does not depend on them).
+                tree.set_params(n_jobs=self.n_jobs)
             tree.fit(data, y_checked, sample_weight=sample_weight)
             self.refit_time_ = time.perf_counter() - start
             for name, value in vars(tree).items():
@@ -333,9 +337,9 @@ _CV_PARAMS_DOC = """
         R^2.
     n_jobs : int or None, default=None
         Parallel tasks, one per (fold, ridge_alpha): each grows the path of
-        all leaf penalties.  Runs through joblib, so
+        all leaf penalties on one thread.  Runs through joblib, so
         ``joblib.parallel_backend("dask")`` sends the tasks to a Dask
-        cluster.
+        cluster.  The refit then searches with ``n_jobs`` threads.
     refit : bool, default=True
         Refit on all rows at the chosen pair; the estimator then is that
         fitted tree.
