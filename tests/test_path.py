@@ -87,13 +87,14 @@ def _problems(draw):
 
 
 @settings(max_examples=200)
-@given(_problems(), st.sampled_from([0, 1, 2]))
-def test_path_equals_separate_fits(problem, lookahead):
+@given(_problems(), st.sampled_from([0, 1, 2]), st.sampled_from([None, 2]))
+def test_path_equals_separate_fits(problem, lookahead, n_jobs):
     X, y, grid, params, route, weight = problem
     if lookahead == 0:
         est = CholeskyTreeRegressor(**params)
     else:
-        est = CLARITreeRegressor(lookahead_depth=lookahead, **params)
+        # Separate fits on 2 threads: the path (one thread) must match them.
+        est = CLARITreeRegressor(lookahead_depth=lookahead, n_jobs=n_jobs, **params)
     if route is not None:
         est._max_hist_bins, est._route = route
     path = leaf_penalty_path(est, X, y, grid, sample_weight=weight)
