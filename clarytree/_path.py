@@ -85,7 +85,9 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
     ----------
     estimator : CLARITreeRegressor or CholeskyTreeRegressor
         The tree's parameters; its own ``leaf_penalty`` is ignored and it is
-        not modified.
+        not modified.  The search runs on one thread (``n_jobs`` is not
+        used; the trees do not depend on it), and a ``time_limit`` bounds
+        the whole search rather than each penalty's.
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
     leaf_penalties : sequence of float
