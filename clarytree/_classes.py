@@ -58,14 +58,19 @@ _SEMANTICS = """
     Categorical features: the levels of a column are learned from the
     training rows and kept in ``categories_`` (a pandas ``category``
     column's own order, otherwise sorted; at most 256).  A split sends a set
-    of levels left.  The candidate sets of a feature are the prefixes of its
-    levels ordered by their mean training target (the optimal sets for
-    constant leaves at the root, Fisher 1958), so ``K`` levels give at most
-    ``K - 1`` candidates, scored like thresholds.  With
-    ``min_category_weight=m`` the levels whose training weight is below
-    ``m``, and the levels beyond the 255 heaviest, are merged into one level
-    ``"<other>"`` (its members in ``merged_categories_``); with None more
-    than 256 levels are an error.
+    of levels left.  Each node orders its levels (missing values counting as
+    one more level) by the mean residual of the node's own leaf model (for
+    constant leaves: by the mean target, for which the optimal set is a
+    prefix of the order, Fisher 1958) and takes the prefixes, so ``K``
+    levels present in a node give at most ``K - 1`` candidates, scored like
+    thresholds (lookahead scores them like any other candidate).  A level
+    without training rows at a node follows the node's missing-value
+    direction.  Columns with more than 62 levels (plus missing values) are
+    searched by the prefixes of one order, by mean target over all training
+    rows, instead of each node's.  With ``min_category_weight=m`` the levels
+    whose training weight is below ``m``, and the levels beyond the 255
+    heaviest, are merged into one level ``"<other>"`` (its members in
+    ``merged_categories_``); with None more than 256 levels are an error.
 
     Missing values: NaN in ``X`` (never in ``y``) is allowed.  Every
     threshold (and level set) is tried with the rows whose split feature is
@@ -207,7 +212,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
                               data.sample_weight)
     splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion, max_hist_bins,
-                        route)
+                        route, categorical=prep.split_categorical())
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)
@@ -231,7 +236,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         # which can fall behind the greedy tree: keep whichever is better.
         bins, order, n_bins = prep.bins(data.X, max_hist_bins)
         greedy_splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins,
-                                   route)
+                                   route, categorical=prep.split_categorical())
         greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(
             greedy_splitter, criterion, estimator.max_depth, leaf_cost, msl)).build()
         if greedy_objective < objective:

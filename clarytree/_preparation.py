@@ -36,7 +36,7 @@ from sklearn.utils.validation import (
 )
 
 from ._thresholds import threshold_pool
-from ._tree import MAX_CATEGORIES, TREE_UNDEFINED, Tree, categories_bitset
+from ._tree import MAX_CATEGORIES, TREE_UNDEFINED, Tree, bitset_codes, categories_bitset
 
 # Ridge entry of the unpenalized intercept: keeps the Gram matrix of an empty
 # or one-row node positive definite without biasing the intercept.
@@ -47,8 +47,15 @@ STD_FLOOR = 1e-12
 # Label of the level into which rare or excess levels are merged.
 OTHER = "<other>"
 
-# Kinds of split columns (how a feature's missing rows are binned).
-PLAIN, MISSING_LEFT, MISSING_RIGHT = 0, 1, 2
+# Kinds of split columns (how a feature's missing rows are binned).  A
+# categorical feature with few levels is one LEVEL_SET column: its bins are
+# the level codes plus, if it has missing values, a last bin for them, and
+# the splitter searches subsets of them (prefixes of each node's order).
+PLAIN, MISSING_LEFT, MISSING_RIGHT, LEVEL_SET = 0, 1, 2, 3
+# At most this many bins (levels + the missing bin) in a LEVEL_SET column
+# (the splitter's bit-mask width); more levels are binned by their overall
+# order (see Preparation._category_ranks).
+MAX_SET_BINS = 63
 
 
 # --------------------------------------------------------------------------
@@ -479,9 +486,13 @@ class Preparation:
             X_enc = X_num
         missing = np.isnan(X_enc).any(axis=0)
         self.missing_features_ = np.flatnonzero(missing)
+        self._missing_set = set(self.missing_features_.tolist())
         self._split_columns = []
         for f in range(n_features):
-            if missing[f]:
+            if self.is_categorical_[f] and \
+                    len(self.categories_[f]) + int(missing[f]) <= MAX_SET_BINS:
+                self._split_columns.append((f, LEVEL_SET))
+            elif missing[f]:
                 self._split_columns += [(f, MISSING_LEFT), (f, MISSING_RIGHT)]
             else:
                 self._split_columns.append((f, PLAIN))
@@ -604,6 +615,11 @@ class Preparation:
         """``(feature, kind)`` of every split column, in search order."""
         return list(self._split_columns)
 
+    def split_categorical(self):
+        """1 for each split column searched by level sets (the splitter's flag)."""
+        return np.array([kind == LEVEL_SET for _, kind in self._split_columns],
+                        dtype=np.uint8)
+
     def _n_values(self, f):
         """Number of present-value bins of feature ``f``."""
         if self.is_categorical_[f]:
@@ -634,11 +650,22 @@ class Preparation:
         bins = np.empty((n, len(columns)), dtype=np.int32)
         n_bins = np.empty(len(columns), dtype=np.int32)
         for c, (f, kind) in enumerate(columns):
-            n_bins[c] = self._n_values(f) + (0 if kind == PLAIN else 1)
+            if kind == LEVEL_SET:
+                n_bins[c] = self._n_values(f) + int(f in self._missing_set)
+            else:
+                n_bins[c] = self._n_values(f) + (0 if kind == PLAIN else 1)
         order = np.empty((len(columns) if np.any(n_bins > max_hist_bins) else 1, n),
                          dtype=np.int32)
         for c, (f, kind) in enumerate(columns):
             x = X[:, f]
+            if kind == LEVEL_SET:
+                # Level codes; missing (and unseen) values in the last bin.
+                k = len(self.categories_[f])
+                bins[:, c] = np.where(np.isnan(x), k, np.where(np.isnan(x), 0, x)).astype(
+                    np.int32)
+                if c < order.shape[0]:
+                    order[c] = np.argsort(bins[:, c], kind="stable")
+                continue
             if self.is_categorical_[f]:
                 value_bin = self._ranks[f][np.where(np.isnan(x), 0, x).astype(np.intp)]
             else:
@@ -672,6 +699,11 @@ class Preparation:
         """
         f, kind = self._split_columns[column]
         words = np.zeros(MAX_CATEGORIES // 32, dtype=np.uint32)
+        if kind == LEVEL_SET:
+            k = len(self.categories_[f])
+            left = [c for c in range(k) if (b >> c) & 1]
+            missing_left = (b >> k) & 1 if f in self._missing_set else 0
+            return f, float(TREE_UNDEFINED), missing_left, 1, categories_bitset(left)
         missing_left = 1 if kind == MISSING_LEFT else 0
         # Bin index of the last present-value bin that goes left.
         last = b - 1 if kind == MISSING_LEFT else b
@@ -757,6 +789,27 @@ class Preparation:
             f = feature[node]
             if f not in saw_missing or saw_missing[f][node] == 0:
                 missing_left[node] = weight[left[node]] >= weight[right[node]]
+        # A level without training rows at a categorical node follows the
+        # node's missing-value direction, as a level unseen in training does.
+        for f in np.unique(feature[internal][is_cat[internal] == 1]):
+            k = len(self.categories_[f])
+            x = X[:, f]
+            present = ~np.isnan(x)
+            seen = np.zeros((count, k), dtype=bool)
+            seen[leaves[present], x[present].astype(np.intp)] = True
+            for node in internal[::-1]:
+                seen[node] = seen[left[node]] | seen[right[node]]
+            for node in internal:
+                if feature[node] != f or not is_cat[node]:
+                    continue
+                absent = np.flatnonzero(~seen[node])
+                if absent.size == 0:
+                    continue
+                codes = set(bitset_codes(words[node]).tolist()) - set(absent.tolist())
+                if missing_left[node]:
+                    codes |= set(absent.tolist())
+                words[node] = categories_bitset(sorted(codes))
+        out["categories_left"] = words
         out["missing_go_left"] = missing_left
         out["weighted_n_node_samples"] = weight
         # Rows per node (the builder's leaf counts on histogram routes come

@@ -36,6 +36,13 @@ cdef inline bint enough_weight(double weight, double needed) noexcept nogil:
     return weight >= needed * (1.0 - 1e-9)
 
 
+# A categorical feature searched by level sets has at most this many bins
+# (its levels and the missing bin): a set of them is a bit mask in a split's
+# ``bin`` (a non-negative Py_ssize_t).
+cdef enum:
+    MAX_SET_BINS = 63
+
+
 # How sorted sweeps evaluate thresholds (the SearchRoute enum in Python).
 cdef enum:
     ROUTE_AUTO = 0              # the cheaper of the two per node and feature
@@ -93,6 +100,11 @@ cdef class Splitter:
     cdef const int[:, ::1] bins         # (n_samples, n_features) threshold bins
     cdef int[:, ::1] order              # (n_features, n_samples) sorted rows
     cdef const int[::1] n_bins          # bins per feature (thresholds + 1)
+    # 1 for a categorical feature searched by level sets: its bins are level
+    # codes (missing values in a bin of their own), at most MAX_SET_BINS of
+    # them; a split's ``bin`` is then the set of bins going left, as a bit
+    # mask (bit b <=> bin b), and ``x <= bin`` does not apply.
+    cdef const unsigned char[::1] categorical
     cdef Py_ssize_t max_bins
     cdef Py_ssize_t min_samples_leaf
     cdef readonly Criterion criterion
@@ -142,6 +154,11 @@ cdef class Splitter:
     cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const Candidate* cand, CarryState* state, double* total,
                          double* hist, unsigned long long* keys) noexcept nogil
+    cdef Py_ssize_t _bin_end(self, const int* rows, Py_ssize_t m, Py_ssize_t f,
+                             Py_ssize_t b, Py_ssize_t lo) noexcept nogil
+    cdef Py_ssize_t _category_order(self, SplitterWork* w, Py_ssize_t f,
+                                    const double* hist, int* perm,
+                                    double* key) noexcept nogil
     cdef bint _consider(self, SplitterWork* w, const double* total,
                         const double* left, Py_ssize_t f, Py_ssize_t b,
                         Py_ssize_t n_left, SplitRecord* best,

@@ -15,7 +15,7 @@ from ._criterion cimport (
 from ._linalg cimport packed_add_gram
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves,
-    ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
+    MAX_SET_BINS, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
 )
 
 
@@ -110,7 +110,7 @@ cdef class Splitter:
     def __init__(self, const int[:, ::1] bins, int[:, ::1] order,
                  const int[::1] n_bins, Py_ssize_t min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
-                 route=SearchRoute.AUTO, *, bint grouped_sums=True):
+                 route=SearchRoute.AUTO, *, bint grouped_sums=True, categorical=None):
         cdef Py_ssize_t f, offset = 0
         try:
             route = SearchRoute(route)
@@ -126,6 +126,14 @@ cdef class Splitter:
         self.bins = bins
         self.order = order
         self.n_bins = n_bins
+        self.categorical = (np.zeros(self.n_features, dtype=np.uint8) if categorical is None
+                            else np.ascontiguousarray(categorical, dtype=np.uint8))
+        if self.categorical.shape[0] != self.n_features:
+            raise ValueError("categorical must have one entry per feature")
+        for f in range(self.n_features):
+            if self.categorical[f] and n_bins[f] > MAX_SET_BINS:
+                raise ValueError(f"a categorical feature has at most {MAX_SET_BINS} bins, "
+                                 f"feature {f} has {n_bins[f]}")
         self.max_bins = max(np.max(n_bins), 1)
         self.min_samples_leaf = max(min_samples_leaf, 1)
         self.criterion = criterion
@@ -134,7 +142,8 @@ cdef class Splitter:
         self.hist_offset = np.full(self.n_features, -1, dtype=np.intp)
         self.n_swept = 0
         for f in range(self.n_features):
-            if n_bins[f] <= max_hist_bins:
+            # Level-set features are always histogram features.
+            if n_bins[f] <= max_hist_bins or self.categorical[f]:
                 self.hist_offset[f] = offset
                 offset += n_bins[f]
             else:
@@ -420,7 +429,24 @@ cdef class Splitter:
         order either way, so the sums do not depend on where a sweep was
         resumed.  ``state.rows`` holds ``end - start`` ints.
         """
-        cdef Py_ssize_t m = end - start, first, f = cand.feature
+        cdef Py_ssize_t m = end - start, first, f = cand.feature, b, lo, hi
+        if self.categorical[f]:
+            # The level sets of one node are not nested in bin order: the
+            # left child's sums start over for every candidate and add its
+            # levels' rows bin by bin (the same sums whatever came before).
+            if state.feature != f:
+                self.sort_by_bin(w, start, end, f, state.rows)
+                state.feature = f
+            self.clear_stats(total, hist, keys)
+            hi = 0
+            for b in range(self.n_bins[f]):
+                lo = hi
+                hi = self._bin_end(state.rows, m, f, b, lo)
+                if (cand.bin >> b) & 1:
+                    self.add_stats(w, state.rows + lo, hi - lo, total, hist, keys, False)
+            state.bin = cand.bin
+            state.pos = 0
+            return
         if state.feature != f or cand.bin < state.bin:
             self.sort_by_bin(w, start, end, f, state.rows)
             self.clear_stats(total, hist, keys)
@@ -432,6 +458,64 @@ cdef class Splitter:
         state.bin = cand.bin
         self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys,
                        False)
+
+    cdef Py_ssize_t _bin_end(self, const int* rows, Py_ssize_t m, Py_ssize_t f,
+                             Py_ssize_t b, Py_ssize_t lo) noexcept nogil:
+        # First position at or after ``lo`` of ``rows`` (sorted by bin of f)
+        # whose bin exceeds b.
+        cdef Py_ssize_t hi = m, mid
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.bins[rows[mid], f] <= b:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cdef Py_ssize_t _category_order(self, SplitterWork* w, Py_ssize_t f,
+                                    const double* hist, int* perm,
+                                    double* key) noexcept nogil:
+        """The node's non-empty bins of categorical ``f`` by mean residual.
+
+        The residual is that of the node's own leaf model (for constant
+        leaves: the target minus the node mean), so for constant leaves
+        every optimal level set is a prefix of this order (Fisher 1958).
+        The mean residual of a bin is read off its packed sums:
+        ``(sum w y - sum_j (sum w z_j) beta_j) / sum w``.  Ties keep bin
+        order.  The node's model is fitted to the sum of the feature's bins,
+        so the search and the candidate list order the levels identically.
+        Returns the number of non-empty bins.  Uses ``acc_right`` and
+        ``row_stats`` as scratch.
+        """
+        cdef Py_ssize_t b, j, s, count = 0, p = self.criterion.p, n_stats = self.n_stats
+        cdef Py_ssize_t off = self.hist_offset[f]
+        cdef double* beta = w.row_stats
+        cdef double* node = w.acc_right
+        cdef const double* h
+        cdef double r
+        memset(node, 0, n_stats * sizeof(double))
+        for b in range(self.n_bins[f]):
+            h = hist + (off + b) * n_stats
+            for s in range(n_stats):
+                node[s] += h[s]
+        self.criterion.coef(node, beta, &w.crit)
+        for b in range(self.n_bins[f]):
+            h = hist + (off + b) * n_stats
+            if h[0] == 0.0:
+                continue
+            r = h[p]
+            for j in range(p):
+                r -= h[j] * beta[j]
+            r /= h[0]
+            j = count
+            while j > 0 and key[j - 1] > r:
+                key[j] = key[j - 1]
+                perm[j] = perm[j - 1]
+                j -= 1
+            key[j] = r
+            perm[j] = <int>b
+            count += 1
+        return count
 
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil:
         # Flop model of appendix A.3: the bulk route pays one factorization
@@ -490,12 +574,34 @@ cdef class Splitter:
         cdef double score, msl = <double>self.min_samples_leaf
         cdef double weight = total[0], w_left, root
         cdef bint incremental, found = False
+        cdef int perm[MAX_SET_BINS]
+        cdef double key[MAX_SET_BINS]
+        cdef Py_ssize_t count, r, cset
         best.score = INFINITY
         # min_samples_leaf counts training weight (rows when unweighted).
         if not enough_weight(weight, 2.0 * msl):
             return False
         for f in range(nf):
             off = self.hist_offset[f]
+            if self.categorical[f]:
+                # Prefixes of the node's level order: K levels, K - 1 sets.
+                count = self._category_order(w, f, hist, perm, key)
+                memset(left, 0, n_stats * sizeof(double))
+                cset = 0
+                for r in range(count - 1):
+                    b = perm[r]
+                    h = hist + (off + b) * n_stats
+                    for s in range(n_stats):
+                        left[s] += h[s]
+                    cset |= (<Py_ssize_t>1) << b
+                    n_left = <Py_ssize_t>left[0]
+                    if not enough_weight(left[0], msl):
+                        continue
+                    if not enough_weight(weight - left[0], msl):
+                        break
+                    if self._consider(w, total, left, f, cset, n_left, best, best_left):
+                        found = True
+                continue
             if off >= 0:
                 # Scan bins; a threshold after bin b is a candidate when a
                 # later bin is non-empty.  Empty bins add nothing.
@@ -587,6 +693,9 @@ cdef class Splitter:
         cdef int bin_i
         cdef unsigned long long key
         cdef double msl = <double>self.min_samples_leaf, weight = 0.0, w_left, root
+        cdef int perm[MAX_SET_BINS]
+        cdef double order_key[MAX_SET_BINS]
+        cdef Py_ssize_t n_levels, r, cset
         # min_samples_leaf counts training weight (rows when unweighted): the
         # node's weight is the sum of its rows' squared design intercepts.
         rows = w.order + start
@@ -600,6 +709,23 @@ cdef class Splitter:
             key = 0
             n_left = 0
             w_left = 0.0
+            if self.categorical[f]:
+                # Prefixes of the node's level order, as in best_split.
+                n_levels = self._category_order(w, f, hist, perm, order_key)
+                cset = 0
+                for r in range(n_levels - 1):
+                    b = perm[r]
+                    w_left += hist[(off + b) * n_stats]
+                    n_left = <Py_ssize_t>w_left
+                    key += keys[off + b]
+                    cset |= (<Py_ssize_t>1) << b
+                    if not enough_weight(w_left, msl):
+                        continue
+                    if not enough_weight(weight - w_left, msl):
+                        break
+                    _set_candidate(&out[count], f, cset, n_left, key, count)
+                    count += 1
+                continue
             if off >= 0:
                 last = self.n_bins[f] - 1
                 while last >= 0 and hist[(off + last) * n_stats] == 0.0:
@@ -653,9 +779,14 @@ cdef class Splitter:
         cdef int* tmp = w.tmp
         cdef unsigned char* mask = w.goes_left
         cdef const int* rows = w.order + start
-        for i in range(m):
-            row = rows[i]
-            mask[row] = self.bins[row, feature] <= bin
+        if self.categorical[feature]:
+            for i in range(m):
+                row = rows[i]
+                mask[row] = (bin >> self.bins[row, feature]) & 1
+        else:
+            for i in range(m):
+                row = rows[i]
+                mask[row] = self.bins[row, feature] <= bin
         for g in range(self.n_orders):
             seg = w.order + g * n + start
             write = 0

@@ -397,3 +397,60 @@ def test_old_json_without_missing_and_category_fields_still_loads():
     del data["preparation"]
     clone = from_dict(json.loads(json.dumps(data)))
     np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_categorical_split_is_the_best_level_subset_of_its_node(seed):
+    """Constant leaves: each node's level set beats every subset of its levels.
+
+    The node orders its own levels (by mean target there), so deeper nodes
+    find their optimal subsets too, not only the root.
+    """
+    rng = np.random.default_rng(seed)
+    n, k = 400, 7
+    a = rng.integers(0, k, size=n)
+    b = rng.integers(0, 3, size=n)
+    effect = rng.normal(size=(k, 3)) * 2           # an interaction: orders differ by b
+    y = effect[a, b] + 0.3 * rng.normal(size=n)
+    cat = np.array([f"a{i}" for i in range(k)], dtype=object)[a]
+    cat[rng.random(n) < 0.1] = None
+    X = pd.DataFrame({"a": cat, "b": np.array(["u", "v", "w"], dtype=object)[b]})
+    model = CholeskyTreeRegressor(max_depth=3, leaf_model="constant", leaf_penalty=0.0,
+                                  min_samples_leaf=1).fit(X, y)
+    tree = model.tree_
+    paths = model.decision_path(X).toarray().astype(bool)
+    groups = X.fillna("<missing>").to_numpy()
+    checked = 0
+    for node in np.flatnonzero(tree.children_left != TREE_LEAF):
+        rows = paths[:, node]
+        left_rows = paths[:, tree.children_left[node]]
+        got = sse(y[left_rows]) + sse(y[rows & ~left_rows])
+        best = np.inf
+        for f in range(2):
+            names = sorted(set(groups[rows, f]))
+            for r in range(1, len(names)):
+                for left in itertools.combinations(names, r):
+                    mask = np.isin(groups[rows, f], left)
+                    best = min(best, sse(y[rows][mask]) + sse(y[rows][~mask]))
+        assert got == pytest.approx(best, rel=1e-10, abs=1e-10)
+        checked += node > 0
+    assert checked >= 2
+
+
+def test_many_levels_fall_back_to_one_order_and_route_consistently():
+    rng = np.random.default_rng(11)
+    n, k = 2000, 100                     # more than 62 levels: one overall order
+    codes = rng.integers(0, k, size=n)
+    y = (codes % 7) + 0.1 * rng.normal(size=n)
+    col = np.array([f"l{i:03d}" for i in range(k)], dtype=object)[codes]
+    col[rng.random(n) < 0.05] = None
+    X = pd.DataFrame({"c": col})
+    model = CholeskyTreeRegressor(max_depth=3, leaf_model="constant").fit(X, y)
+    tree = model.tree_
+    assert tree.is_categorical[0] == 1 and len(model.categories_[0]) == k
+    enc = model._preparation.transform(model, X)
+    leaves = model.apply(X)
+    for i in range(0, n, 37):
+        assert route(tree, enc[i]) == leaves[i]
+    # Better than a constant: the level sets separate the target's values.
+    assert np.mean((model.predict(X) - y) ** 2) < 0.5 * np.var(y)
