@@ -606,7 +606,7 @@ class CLARITreeRegressor(_BaseLinearTree):
         The tree and objective are bit-identical for every ``n_jobs``: each
         candidate is scored on its own and the tie rule is applied in
         candidate order afterwards.  Each extra thread holds its own
-        workspace, about ``(8 k_s + 13) n + 16 (max_depth + 2) B s`` bytes
+        workspace, about ``(8 k_s + 9) n + 16 (max_depth + 2) B s`` bytes
         for ``n`` rows, ``k_s`` sorted row orders (the number of features
         when some feature has more than 255 thresholds, else 1), ``B``
         histogram bins in all and ``s = (p + 1)(p + 2) / 2`` packed
