@@ -101,17 +101,16 @@ def fit_time(X, y, depth, route, kappa, repeats, min_seconds=0.2):
     return best, fitted
 
 
-def design(X, y, kappa, regression_features):
+def design(X, y, kappa, fitted):
     """The estimator's standardized design ``[1, (X_r - m) / s]``, centred y and ridge.
 
-    Column moments come from the estimator's own helper, so the baseline
-    refits the same regressions as the estimator.
+    Regression columns and their moments are read off the fitted estimator's
+    preparation, so the baseline refits exactly the regressions it scores.
     """
-    from clarytree._classes import _column_moments
-
     n = X.shape[0]
-    Xr = X[:, regression_features]
-    mean, std = _column_moments(Xr)
+    prep = fitted._preparation
+    Xr = X[:, fitted.regression_features_]
+    mean, std = prep.mean_, prep.std_
     Z = np.empty((n, Xr.shape[1] + 1))
     Z[:, 0] = 1.0
     Z[:, 1:] = (Xr - mean) / std
@@ -181,7 +180,7 @@ def run_case(n, k, args):
     # The estimator's resolved choices, so the baseline sweeps the same candidates.
     msl = root.min_samples_leaf_
 
-    Z, yc, ridge = design(X, y, args.kappa, root.regression_features_)
+    Z, yc, ridge = design(X, y, args.kappa, root)
     loss_fn = _loss_blas if args.scratch == "blas" else _loss_packed
     cands = [candidates(X[:, f], msl) for f in range(k)]
     n_cands = sum(len(c) for c in cands)

@@ -12,6 +12,7 @@ if not BENCH.is_dir():  # pragma: no cover - tests run outside a checkout
     pytest.skip("benchmarks/ not available", allow_module_level=True)
 sys.path.insert(0, str(BENCH))
 
+import cholesky_speedup  # noqa: E402
 import reproduce_table2 as rt  # noqa: E402
 from cholesky_speedup import candidates  # noqa: E402
 
@@ -210,3 +211,15 @@ def test_clarytree_cv_and_path_rows_equal_the_fit_per_pair_loop(method):
         for key in ("train_r2", "eval_r2", "eval_mse", "n_leaves"):
             assert row[key] == one[key], key
         assert row["selected"] == (row["leaf_penalty"] == best[0])
+
+
+def test_cholesky_speedup_case_runs_through_the_fit_helper():
+    """A tiny Figure 3(b) case: the from-scratch baseline finds the fit's objective."""
+    import argparse
+
+    args = argparse.Namespace(seed=0, repeats=1, kappa=1e-3, scratch="packed", sample=4,
+                              exact_seconds=60.0)
+    row = cholesky_speedup.run_case(300, 2, args)
+    assert row["scratch_exact"] and row["candidates"] > 0
+    assert row["objective_rel_diff"] < 1e-10
+    assert row["rank_one_s"] > 0 and row["scratch_s"] > 0
