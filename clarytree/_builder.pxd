@@ -96,29 +96,31 @@ cdef class BuildContext:
 
 cdef class PathState:
     # The leaf-penalty path: the trees of several leaf costs grown in one
-    # search.  Per depth and cost, the node's leaf objective, the subtree
-    # objectives of the (depth, side) slots, the incumbent bound and winner,
-    # the node ids; three cost lists per depth (active, needing a right
-    # completion, sharing one winner); candidate scores per depth and cost;
-    # one output tree per cost.
+    # search.  Per thread, depth and cost: the node's leaf objective, the
+    # subtree objectives of the (depth, side) slots, the incumbent bound and
+    # winner; three cost lists per depth (active, needing a right completion,
+    # sharing one winner); candidate scores per depth and cost.  The main
+    # thread's node ids and one output tree per cost.  A thread is known by
+    # its workspace's index in the build context.
     cdef readonly Py_ssize_t n_costs
+    cdef readonly Py_ssize_t n_threads
     cdef Py_ssize_t levels
     cdef double[::1] costs                   # lambda * TSS per grid entry
-    cdef double[:, ::1] leaf_objective       # (levels, n_costs)
-    cdef double[:, :, ::1] values            # (levels, 2, n_costs)
-    cdef double[:, ::1] bound                # (levels, n_costs)
-    cdef Py_ssize_t[:, ::1] winner           # (levels, n_costs)
+    cdef double[:, :, ::1] leaf_objective    # (threads, levels, n_costs)
+    cdef double[:, :, :, ::1] values         # (threads, levels, 2, n_costs)
+    cdef double[:, :, ::1] bound             # (threads, levels, n_costs)
+    cdef Py_ssize_t[:, :, ::1] winner        # (threads, levels, n_costs)
     cdef Py_ssize_t[:, ::1] node_id          # (levels, n_costs)
     cdef Py_ssize_t[:, ::1] right_id         # (levels, n_costs)
-    cdef Py_ssize_t[:, :, ::1] groups        # (levels, 3, n_costs)
-    cdef double** scores                     # per depth: (candidates, n_costs)
+    cdef Py_ssize_t[:, :, :, ::1] groups     # (threads, levels, 3, n_costs)
+    cdef double** scores                     # per thread and depth: (candidates, n_costs)
     cdef Py_ssize_t* score_capacity
     cdef NodeRecord** nodes                  # per cost
     cdef double** coefs
     cdef Py_ssize_t* node_count
     cdef Py_ssize_t* node_capacity
 
-    cdef double* reserve_scores(self, Py_ssize_t depth,
+    cdef double* reserve_scores(self, Py_ssize_t t, Py_ssize_t depth,
                                 Py_ssize_t n_cand) except NULL nogil
     cdef Py_ssize_t push_node(self, Py_ssize_t g, Criterion criterion, Py_ssize_t depth,
                               Py_ssize_t n_samples, double loss, const double* acc,
@@ -196,3 +198,8 @@ cdef class LookaheadBuilder(TreeBuilder):
                          Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
                          const Candidate* c, CarryState* carry, const Py_ssize_t* group,
                          Py_ssize_t n_group, double* score) except -1 nogil
+    cdef Py_ssize_t _score_path_parallel(
+        self, Workspace* ws, PathState path, Py_ssize_t start, Py_ssize_t end,
+        Py_ssize_t depth, int side, Py_ssize_t remaining, const Candidate* cand,
+        double* score, Py_ssize_t n_cand, Py_ssize_t skip, const Py_ssize_t* group,
+        Py_ssize_t n_group, bint report) except -1 nogil

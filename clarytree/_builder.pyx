@@ -379,22 +379,26 @@ cdef class PathState:
         self.node_count = NULL
         self.node_capacity = NULL
 
-    def __init__(self, const double[::1] leaf_costs, Py_ssize_t max_depth):
+    def __init__(self, const double[::1] leaf_costs, Py_ssize_t max_depth,
+                 Py_ssize_t n_threads=1):
         cdef Py_ssize_t n = leaf_costs.shape[0], levels = max_depth + 2
         if n < 1:
             raise ValueError("the path needs at least one leaf cost")
+        if n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads}")
         self.n_costs = n
+        self.n_threads = n_threads
         self.levels = levels
         self.costs = np.array(leaf_costs, dtype=np.float64)
-        self.leaf_objective = np.zeros((levels, n))
-        self.values = np.zeros((levels, 2, n))
-        self.bound = np.zeros((levels, n))
-        self.winner = np.zeros((levels, n), dtype=np.intp)
+        self.leaf_objective = np.zeros((n_threads, levels, n))
+        self.values = np.zeros((n_threads, levels, 2, n))
+        self.bound = np.zeros((n_threads, levels, n))
+        self.winner = np.zeros((n_threads, levels, n), dtype=np.intp)
         self.node_id = np.zeros((levels, n), dtype=np.intp)
         self.right_id = np.zeros((levels, n), dtype=np.intp)
-        self.groups = np.zeros((levels, 3, n), dtype=np.intp)
-        self.scores = <double**>calloc(levels, sizeof(double*))
-        self.score_capacity = <Py_ssize_t*>calloc(levels, sizeof(Py_ssize_t))
+        self.groups = np.zeros((n_threads, levels, 3, n), dtype=np.intp)
+        self.scores = <double**>calloc(n_threads * levels, sizeof(double*))
+        self.score_capacity = <Py_ssize_t*>calloc(n_threads * levels, sizeof(Py_ssize_t))
         self.nodes = <NodeRecord**>calloc(n, sizeof(NodeRecord*))
         self.coefs = <double**>calloc(n, sizeof(double*))
         self.node_count = <Py_ssize_t*>calloc(n, sizeof(Py_ssize_t))
@@ -407,7 +411,7 @@ cdef class PathState:
     def __dealloc__(self):
         cdef Py_ssize_t i
         if self.scores != NULL:
-            for i in range(self.levels):
+            for i in range(self.n_threads * self.levels):
                 free(self.scores[i])
         if self.nodes != NULL and self.coefs != NULL:
             for i in range(self.n_costs):
@@ -420,17 +424,18 @@ cdef class PathState:
         free(self.node_count)
         free(self.node_capacity)
 
-    cdef double* reserve_scores(self, Py_ssize_t depth,
+    cdef double* reserve_scores(self, Py_ssize_t t, Py_ssize_t depth,
                                 Py_ssize_t n_cand) except NULL nogil:
         cdef double* s
-        if n_cand > self.score_capacity[depth]:
-            s = <double*>realloc(self.scores[depth], n_cand * self.n_costs * sizeof(double))
+        cdef Py_ssize_t slot = t * self.levels + depth
+        if n_cand > self.score_capacity[slot]:
+            s = <double*>realloc(self.scores[slot], n_cand * self.n_costs * sizeof(double))
             if s == NULL:
                 with gil:
                     raise MemoryError("could not allocate the path's candidate scores")
-            self.scores[depth] = s
-            self.score_capacity[depth] = n_cand
-        return self.scores[depth]
+            self.scores[slot] = s
+            self.score_capacity[slot] = n_cand
+        return self.scores[slot]
 
     cdef Py_ssize_t push_node(self, Py_ssize_t g, Criterion criterion, Py_ssize_t depth,
                               Py_ssize_t n_samples, double loss, const double* acc,
@@ -679,10 +684,12 @@ cdef class TreeBuilder:
         cdef BuildContext ctx = self.ctx
         cdef Workspace* ws = &ctx.ws[0]
         cdef Py_ssize_t n = ctx.splitter.n_samples, g
-        cdef Py_ssize_t* group = &path.groups[0, 0, 0]
+        cdef Py_ssize_t* group = &path.groups[0, 0, 0, 0]
         cdef double[::1] out = np.full(path.n_costs, INFINITY)
         if path.levels != ctx.levels:
             raise ValueError("the path state was made for another max_depth")
+        if path.n_threads < ctx.n_threads:
+            raise ValueError("the path state has fewer threads than the build context")
         for g in range(path.n_costs):
             path.node_count[g] = 0
             group[g] = g
@@ -707,19 +714,23 @@ cdef class TreeBuilder:
         cdef Py_ssize_t m = end - start, k, j, g, w, mid, n_active = 0, n_win, n_won
         cdef double leaf_loss = self.criterion.loss(total, &ws.sw.crit)
         cdef double cost, value
-        cdef double* leaf_objective = &path.leaf_objective[depth, 0]
-        cdef Py_ssize_t* winner = &path.winner[depth, 0]
+        cdef Py_ssize_t t = ws - self.ctx.ws       # the thread's path buffers
+        cdef double* leaf_objective = &path.leaf_objective[t, depth, 0]
+        cdef Py_ssize_t* winner = &path.winner[t, depth, 0]
         cdef Py_ssize_t* node_id = &path.node_id[depth, 0]
         cdef Py_ssize_t* right_id = &path.right_id[depth, 0]
-        cdef Py_ssize_t* active = &path.groups[depth + 1, 0, 0]
-        cdef Py_ssize_t* won = &path.groups[depth + 1, 1, 0]
-        cdef Py_ssize_t* same = &path.groups[depth + 1, 2, 0]
-        cdef double* left_objective = &path.values[depth + 1, 0, 0]
-        cdef double* right_objective = &path.values[depth + 1, 1, 0]
+        cdef Py_ssize_t* active = &path.groups[t, depth + 1, 0, 0]
+        cdef Py_ssize_t* won = &path.groups[t, depth + 1, 1, 0]
+        cdef Py_ssize_t* same = &path.groups[t, depth + 1, 2, 0]
+        cdef double* left_objective = &path.values[t, depth + 1, 0, 0]
+        cdef double* right_objective = &path.values[t, depth + 1, 1, 0]
         cdef bint splittable = remaining > 0 and enough_weight(
             total[0], 2.0 * self.ctx.min_samples_leaf)
         cdef Candidate* split
-        self.ctx.check()
+        if ws.is_main:
+            self.ctx.check()
+        elif self.ctx.abort:
+            return 0        # the main thread is raising: stop quickly
         for k in range(n_group):
             g = group[k]
             cost = path.costs[g]
@@ -791,7 +802,7 @@ cdef class TreeBuilder:
         cdef double* left_acc = ws.best_left + depth * n_stats
         cdef double* right_acc = ws.right_acc
         cdef double value, left_loss = 0.0, right_loss = 0.0
-        cdef double* leaf_objective = &path.leaf_objective[depth, 0]
+        cdef double* leaf_objective = &path.leaf_objective[ws - self.ctx.ws, depth, 0]
         cdef Py_ssize_t* node_id = &path.node_id[depth, 0]
         cdef SplitRecord split
         if not self.splitter.best_split(&ws.sw, start, end, total,
@@ -845,7 +856,7 @@ cdef class GreedyBuilder(TreeBuilder):
         ws.cand[depth][0].bin = split.bin
         ws.cand[depth][0].n_left = split.n_left
         for k in range(n_group):
-            path.winner[depth, group[k]] = 0
+            path.winner[ws - self.ctx.ws, depth, group[k]] = 0
         return 1
 
 cdef class LookaheadBuilder(TreeBuilder):
@@ -1159,12 +1170,13 @@ cdef class LookaheadBuilder(TreeBuilder):
         cdef const double* hist = self.ctx.hist(ws, depth, side)
         cdef Candidate* cand
         cdef double* score
-        cdef double* bound = &path.bound[depth, 0]
-        cdef Py_ssize_t* winner = &path.winner[depth, 0]
+        cdef Py_ssize_t t = ws - self.ctx.ws
+        cdef double* bound = &path.bound[t, depth, 0]
+        cdef Py_ssize_t* winner = &path.winner[t, depth, 0]
         cdef double best
         cdef CarryState carry
         cdef SplitRecord greedy
-        cdef bint report = depth == 0 and self.ctx.progress is not None
+        cdef bint report = depth == 0 and ws.is_main and self.ctx.progress is not None
         cdef bint root = depth == 0, cut = False, exact_inner
 
         for k in range(n_group):
@@ -1191,7 +1203,7 @@ cdef class LookaheadBuilder(TreeBuilder):
             self.ctx.n_root_candidates = n_cand
         if n_cand == 0:
             return 0
-        score = path.reserve_scores(depth, n_cand)
+        score = path.reserve_scores(t, depth, n_cand)
         self.splitter.save(&ws.sw, start, end, ws.saved[depth])
         carry.feature = -1
         carry.bin = -1
@@ -1204,36 +1216,59 @@ cdef class LookaheadBuilder(TreeBuilder):
         if self.ctx.anytime:
             first = self._greedy_first(ws, start, end, depth, side, cand, n_cand)
         exact_inner = not self.inner_is_lookahead
-        for k in range(-1, n_cand):
-            if k == -1:
-                if first < 0:
-                    continue
-                i = first
-            elif k == first:
-                continue
-            else:
-                i = k
-            self.ctx.check()
-            if self.ctx.time_up and done > 0:
-                cut = True
-                break
-            self._score_path(ws, path, start, end, depth, side, remaining, &cand[i],
-                             &carry, group, n_group, score + i * n)
-            if self.ctx.time_up and not exact_inner and done > 0:
-                for g in range(n):
-                    score[i * n + g] = INFINITY
-                cut = True
-                break
-            done += 1
+        if first >= 0:
+            if ws.is_main:
+                self.ctx.check()
+            self._score_path(ws, path, start, end, depth, side, remaining, &cand[first],
+                             &carry, group, n_group, score + first * n)
+            done = 1
             for j in range(n_group):
                 g = group[j]
-                if score[i * n + g] < bound[g]:
-                    bound[g] = score[i * n + g]
+                bound[g] = score[first * n + g]
             if root:
                 self.ctx.n_root_scored = done
             if report:
-                with gil:
-                    self.ctx.progress(done, n_cand)
+                self._report(done, n_cand)
+        if (self.ctx.n_threads > 1 and ws.is_main and not self.ctx.in_parallel
+                and n_cand >= MIN_CANDIDATES_PER_THREAD * self.ctx.n_threads
+                and m >= MIN_PARALLEL_ROWS):
+            done += self._score_path_parallel(ws, path, start, end, depth, side, remaining,
+                                              cand, score, n_cand, first, group, n_group,
+                                              report)
+            for j in range(self.ctx.n_threads):
+                cut = cut or self.ctx.ws[j].cut
+            if root:
+                self.ctx.n_root_scored = done
+            if report:
+                self._report(done, n_cand)
+        else:
+            for i in range(n_cand):
+                if i == first:
+                    continue
+                if ws.is_main:
+                    self.ctx.check()
+                elif self.ctx.abort:
+                    break
+                if self.ctx.time_up and done > 0:
+                    cut = True
+                    break
+                self._score_path(ws, path, start, end, depth, side, remaining, &cand[i],
+                                 &carry, group, n_group, score + i * n)
+                if self.ctx.time_up and not exact_inner and done > 0:
+                    # Scored by a search that the limit cut short.
+                    for g in range(n):
+                        score[i * n + g] = INFINITY
+                    cut = True
+                    break
+                done += 1
+                for j in range(n_group):
+                    g = group[j]
+                    if score[i * n + g] < bound[g]:
+                        bound[g] = score[i * n + g]
+                if root:
+                    self.ctx.n_root_scored = done
+                if report:
+                    self._report(done, n_cand)
         if cut:
             self.ctx.truncated = True
         else:
@@ -1262,10 +1297,11 @@ cdef class LookaheadBuilder(TreeBuilder):
         """
         cdef Py_ssize_t mid, d = depth + 1, k, g, n_right = 0
         cdef bint carried = self.splitter.n_swept == 0
-        cdef double* left = &path.values[d, 0, 0]
-        cdef double* right = &path.values[d, 1, 0]
-        cdef double* bound = &path.bound[depth, 0]
-        cdef Py_ssize_t* need_right = &path.groups[d, 1, 0]
+        cdef Py_ssize_t t = ws - self.ctx.ws
+        cdef double* left = &path.values[t, d, 0, 0]
+        cdef double* right = &path.values[t, d, 1, 0]
+        cdef double* bound = &path.bound[t, depth, 0]
+        cdef Py_ssize_t* need_right = &path.groups[t, d, 1, 0]
         for k in range(n_group):
             score[group[k]] = INFINITY
         if carried:
@@ -1300,3 +1336,73 @@ cdef class LookaheadBuilder(TreeBuilder):
         ws.n_evaluations += 1
         self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
         return 0
+
+    cdef Py_ssize_t _score_path_parallel(
+            self, Workspace* ws, PathState path, Py_ssize_t start, Py_ssize_t end,
+            Py_ssize_t depth, int side, Py_ssize_t remaining, const Candidate* cand,
+            double* score, Py_ssize_t n_cand, Py_ssize_t skip, const Py_ssize_t* group,
+            Py_ssize_t n_group, bint report) except -1 nogil:
+        """:meth:`_score_parallel` for each cost of ``group``.
+
+        Each thread scores contiguous chunks of candidates on its workspace
+        (as in ``_score_parallel``) and its own path buffers below the node,
+        starting from the caller's bounds; every candidate writes its own row
+        of ``score`` and the caller applies the tie rule per cost.  Returns
+        the number of candidates scored.
+        """
+        cdef Py_ssize_t t, k, j, m = end - start, n_threads = self.ctx.n_threads
+        cdef Py_ssize_t n_orders = self.splitter.n_orders, chunk, scored = 0
+        cdef Py_ssize_t n_stats = self.ctx.n_stats, h = self.ctx.hist_size, g
+        cdef Py_ssize_t n = path.n_costs
+        cdef Workspace* wt
+        for t in range(n_threads):
+            wt = &self.ctx.ws[t]
+            if t > 0:
+                self.ctx.reserve(wt, depth, 0, (n_orders + 1) * m)
+                self.splitter.copy_segment(&wt.sw, &ws.sw, start, end)
+                self.splitter.save(&wt.sw, start, end, wt.saved[depth])
+                memcpy(self.ctx.total(wt, depth, side), self.ctx.total(ws, depth, side),
+                       n_stats * sizeof(double))
+                memcpy(self.ctx.hist(wt, depth, side), self.ctx.hist(ws, depth, side),
+                       h * n_stats * sizeof(double))
+                memcpy(self.ctx.keys(wt, depth, side), self.ctx.keys(ws, depth, side),
+                       h * sizeof(unsigned long long))
+                for j in range(n_group):
+                    g = group[j]
+                    path.bound[t, depth, g] = path.bound[0, depth, g]
+            wt.carry.feature = -1
+            wt.carry.bin = -1
+            wt.carry.pos = 0
+            wt.carry.rows = wt.saved[depth] + n_orders * m
+            wt.done = 0
+            wt.cut = False
+        chunk = max(1, n_cand // (4 * n_threads))
+        self.ctx.in_parallel = True
+        for k in prange(n_cand, schedule="static", chunksize=chunk,
+                        num_threads=n_threads):
+            t = threadid()
+            wt = &self.ctx.ws[t]
+            if k != skip and not self.ctx.abort and not wt.cut:
+                if t == 0:
+                    self.ctx.check()
+                if self.ctx.time_up:
+                    wt.cut = True
+                else:
+                    self._score_path(wt, path, start, end, depth, side, remaining, &cand[k],
+                                     &wt.carry, group, n_group, score + k * n)
+                    if self.ctx.time_up and self.inner_is_lookahead:
+                        for j in range(n):
+                            score[k * n + j] = INFINITY     # scored by a search cut short
+                        wt.cut = True
+                    else:
+                        for j in range(n_group):
+                            g = group[j]
+                            if score[k * n + g] < path.bound[t, depth, g]:
+                                path.bound[t, depth, g] = score[k * n + g]
+                        wt.done = wt.done + 1
+                if t == 0 and report:
+                    self._report(self._done(skip), n_cand)
+        self.ctx.in_parallel = False
+        for t in range(n_threads):
+            scored = scored + self.ctx.ws[t].done
+        return scored

@@ -216,14 +216,14 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)
-    if leaf_penalties is not None:
-        return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
-                         time_limit if lookahead else None, leaf_penalties)
-    leaf_cost = float(estimator.leaf_penalty) * data.tss
     single = (data.X.nbytes + data.W.nbytes + data.bins.nbytes + data.order.nbytes
               + workspace_bytes(splitter, estimator.max_depth, False))
     n_threads = _n_threads(getattr(estimator, "n_jobs", None), lookahead, splitter,
                            estimator.max_depth, single)
+    if leaf_penalties is not None:
+        return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
+                         time_limit if lookahead else None, leaf_penalties, n_threads)
+    leaf_cost = float(estimator.leaf_penalty) * data.tss
     context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
                            progress, time_limit if lookahead else None, n_threads)
     builder = _assemble_builder(context, lookahead, estimator.max_depth)
@@ -263,17 +263,19 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
 
 
 def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_limit,
-              leaf_penalties):
+              leaf_penalties, n_threads):
     """The leaf-penalty path part of ``_fit_tree``: fitted copies, one per penalty."""
     lookahead = estimator._effective_lookahead()
     context = BuildContext(splitter, criterion, estimator.max_depth, 0.0, msl, progress,
-                           time_limit)
+                           time_limit, n_threads)
     builder = _assemble_builder(context, lookahead, estimator.max_depth)
     results = builder.build_path(PathState(
-        np.array([float(lam) * data.tss for lam in leaf_penalties]), estimator.max_depth))
+        np.array([float(lam) * data.tss for lam in leaf_penalties]), estimator.max_depth,
+        context.n_threads))
     counters = context.counters()
     report = context.search_report()
     counters["search"] = report
+    counters["n_threads"] = context.n_threads
     if not report["complete"]:
         warnings.warn(_time_limit_message(time_limit, report), UserWarning, stacklevel=4)
     unit = prep.y_scale_ * prep.y_scale_

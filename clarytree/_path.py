@@ -9,7 +9,7 @@ import time
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from numpy.ma import MaskedArray
 from scipy.stats import rankdata
 from sklearn.base import clone
@@ -255,6 +255,13 @@ class _CVMixin:
         scorer = check_scoring(base, scoring=self.scoring)
 
         tasks = [(f, j) for f in range(len(folds)) for j in range(len(alphas))]
+        if self.n_jobs is not None and "n_jobs" in base.get_params(deep=False):
+            # Cores left over by the tasks go to their search threads: tasks
+            # running at once times threads per task stays within n_jobs.
+            total = effective_n_jobs(self.n_jobs)
+            threads = total // min(total, len(tasks))
+            if threads > 1:
+                base.set_params(n_jobs=threads)
         parallel = Parallel(n_jobs=self.n_jobs, verbose=max(0, int(self.verbose) - 1))
         out = parallel(
             delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
@@ -339,9 +346,12 @@ _CV_PARAMS_DOC = """
         R^2.
     n_jobs : int or None, default=None
         Parallel tasks, one per (fold, ridge_alpha): each grows the path of
-        all leaf penalties on one thread.  Runs through joblib, so
+        all leaf penalties.  Runs through joblib, so
         ``joblib.parallel_backend("dask")`` sends the tasks to a Dask
-        cluster.  The refit then searches with ``n_jobs`` threads.
+        cluster.  With fewer tasks than ``n_jobs`` the cores left over
+        become each task's search threads (tasks times threads stays within
+        ``n_jobs``), and the refit searches with ``n_jobs`` threads.  The
+        result does not depend on it.
     refit : bool, default=True
         Refit on all rows at the chosen pair; the estimator then is that
         fitted tree.

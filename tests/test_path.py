@@ -370,3 +370,29 @@ def test_path_time_limit_bounds_the_whole_search():
     for lam, tree in zip(grid, roomy, strict=True):
         assert tree.search_complete_
         _assert_same_fit(tree, _separate(CLARITreeRegressor(max_depth=3), lam, X, y))
+
+
+@pytest.mark.parametrize("lookahead", [1, 2])
+def test_path_on_threads_equals_one_thread(lookahead):
+    # The root's (and large refined nodes') candidates of a path task are
+    # scored on n_jobs threads; the trees do not depend on it.
+    X, y = make_piecewise_linear(n_samples=600, n_features=4, n_regimes=4, noise=0.3,
+                                 random_state=4)
+    grid = [1e-1, 1e-2, 3e-3, 1e-3, 1e-4]
+    kw = {"max_depth": 3, "lookahead_depth": lookahead, "n_thresholds": 8}
+    one = leaf_penalty_path(CLARITreeRegressor(**kw), X, y, grid)
+    many = leaf_penalty_path(CLARITreeRegressor(n_jobs=3, **kw), X, y, grid)
+    for a, b in zip(many, one, strict=True):
+        _assert_same_fit(a, b)
+
+
+def test_cv_gives_spare_cores_to_the_tasks_threads():
+    # 2 tasks (2 folds x 1 kappa) on n_jobs=4: each task's path on 2 threads.
+    X, y = _data(n=300)
+    kw = {"leaf_penalties": [1e-1, 1e-2, 1e-3], "ridge_alphas": [1e-3], "cv": 2,
+          "max_depth": 3}
+    serial = CLARITreeRegressorCV(**kw).fit(X, y)
+    wide = CLARITreeRegressorCV(n_jobs=4, **kw).fit(X, y)
+    np.testing.assert_array_equal(serial.cv_results_["mean_test_score"],
+                                  wide.cv_results_["mean_test_score"])
+    _assert_same_fit(wide, serial)
