@@ -2,6 +2,7 @@
 # a node's split: greedy (CholeskyTree) and lookahead (CLARITree).
 
 from ._criterion cimport Criterion
+from ._memo cimport MemoScope, MemoTable
 from ._splitter cimport Splitter, SplitterWork, Candidate, CarryState, SplitRecord
 
 
@@ -39,6 +40,7 @@ cdef struct Workspace:
     double bound
     Py_ssize_t done
     bint cut
+    MemoScope memo               # this thread's memo scope (see _memo.pxd)
 
 
 cdef class BuildContext:
@@ -68,6 +70,12 @@ cdef class BuildContext:
 
     cdef object progress                     # callable(done, total) or None
 
+    # Memo of search-subtree objectives (lookahead builds; see _memo.pxd).
+    cdef MemoTable memo
+    cdef MemoScope** memo_scopes             # each workspace's scope
+    cdef readonly bint memo_allowed          # memo=False: never (tests, benchmarks)
+    cdef readonly bint memo_on               # in use by the current build
+
     # Anytime search and interrupts (checked from the main thread).
     cdef double deadline                     # monotonic seconds; INFINITY: none
     cdef readonly bint anytime               # a time limit is set
@@ -79,6 +87,7 @@ cdef class BuildContext:
     cdef readonly Py_ssize_t n_searched      # lookahead nodes fully searched
     cdef readonly Py_ssize_t n_completed     # lookahead nodes chosen greedily (time up)
 
+    cdef void memo_merge_all(self) noexcept nogil
     cdef int _init_workspace(self, Workspace* ws, bint own_order) except -1
     cdef void _free_workspace(self, Workspace* ws) noexcept nogil
     cdef double* total(self, Workspace* ws, Py_ssize_t depth,
@@ -133,12 +142,18 @@ cdef class TreeBuilder:
     cdef readonly BuildContext ctx
     cdef Splitter splitter                   # the context's, for short access
     cdef Criterion criterion
+    cdef readonly Py_ssize_t memo_level      # 0 greedy, k: lookahead depth k
 
     # Objective of the subtree grown on rows [start, end) whose statistics
     # are in ws's slot (depth, side); with emit the nodes are appended.
+    # Search subtrees (not emit) inside a candidate's memo scope are looked
+    # up and stored by row set, levels left and memo_level.
     cdef int grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                   Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
                   double* objective) except -1 nogil
+    cdef int _grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                   Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
+                   double* objective) except -1 nogil
     # The split of a node with remaining >= 2 levels: 1 found, 0 none.
     cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
@@ -188,7 +203,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                                     Py_ssize_t end, Py_ssize_t depth, int side,
                                     Py_ssize_t remaining, const Candidate* cand,
                                     double* score, Py_ssize_t n_cand, Py_ssize_t skip,
-                                    double bound, bint report) except -1 nogil
+                                    double bound, bint report, bint waves) except -1 nogil
     cdef Py_ssize_t _done(self, Py_ssize_t skip) noexcept nogil
     cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,

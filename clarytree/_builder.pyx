@@ -27,6 +27,11 @@ from libc.stdlib cimport calloc, realloc, free
 from libc.string cimport memcpy
 
 from ._criterion cimport Criterion
+from ._memo cimport (
+    MEMO_WAVE, MemoKey, MemoScope, memo_table_init, memo_table_free, memo_table_clear,
+    memo_scope_init, memo_scope_free, memo_key, memo_lookup, memo_store,
+    memo_open, memo_close, memo_merge,
+)
 from ._splitter cimport (
     Splitter, SplitRecord, Candidate, CarryState, enough_weight, improves,
 )
@@ -111,6 +116,10 @@ cdef class BuildContext:
     n_threads : int, default=1
         Threads scoring a lookahead node's candidates; each has its own
         workspace (see ``workspace_bytes``).  Results do not depend on it.
+    memo : bool, default=True
+        Reuse search-subtree objectives by row set in lookahead searches of
+        depth >= 2 with regression leaves (see ``_memo.pxd``).  The fitted
+        tree does not depend on it; False is for tests and benchmarks.
     """
 
     def __cinit__(self):
@@ -121,8 +130,9 @@ cdef class BuildContext:
 
     def __init__(self, Splitter splitter, Criterion criterion, Py_ssize_t max_depth,
                  double leaf_cost, Py_ssize_t min_samples_leaf, object progress=None,
-                 object time_limit=None, Py_ssize_t n_threads=1):
+                 object time_limit=None, Py_ssize_t n_threads=1, *, bint memo=True):
         cdef Py_ssize_t t
+        self.memo_allowed = memo
         if splitter.criterion is not criterion:
             raise ValueError("the splitter must search with the same criterion")
         if max_depth < 0:
@@ -168,6 +178,35 @@ cdef class BuildContext:
         free(self.ws)
         free(self.nodes)
         free(self.coefs)
+        memo_table_free(&self.memo)
+        free(self.memo_scopes)
+
+    def _enable_memo(self, Py_ssize_t lookahead_depth):
+        """Switch the search memo on or off for the next build (allocated once).
+
+        Memory: the shared table (2^19 entries of 48 bytes, 25 MB; it stops
+        taking entries at half capacity) and per workspace a scope of 2^13
+        entries plus 2^16 pending (3.5 MB).
+        """
+        cdef Py_ssize_t t
+        # Depth-1 searches revisit few row sets (a few percent of the work),
+        # and constant leaves' subtrees cost about as little as hashing
+        # their rows: the memo pays for depth >= 2 with regression leaves.
+        self.memo_on = (self.memo_allowed and lookahead_depth >= 2
+                        and self.criterion.q >= 3)
+        if not self.memo_on or self.memo.slots != NULL:
+            return
+        self.memo_scopes = <MemoScope**>calloc(self.n_workspaces, sizeof(MemoScope*))
+        if self.memo_scopes == NULL:
+            raise MemoryError("could not allocate the search memo")
+        memo_table_init(&self.memo, 1 << 19)
+        for t in range(self.n_workspaces):
+            memo_scope_init(&self.ws[t].memo, 1 << 13, 1 << 16)
+            self.memo_scopes[t] = &self.ws[t].memo
+
+    cdef void memo_merge_all(self) noexcept nogil:
+        """Merge every workspace's pending memo entries (a wave boundary)."""
+        memo_merge(&self.memo, self.memo_scopes, self.n_workspaces)
 
     cdef int _init_workspace(self, Workspace* ws, bint own_order) except -1:
         cdef Py_ssize_t L = self.levels, n_stats = self.n_stats, h = self.hist_size
@@ -192,6 +231,7 @@ cdef class BuildContext:
 
     cdef void _free_workspace(self, Workspace* ws) noexcept nogil:
         cdef Py_ssize_t d
+        memo_scope_free(&ws.memo)
         self.splitter.free_work(&ws.sw)
         for d in range(self.levels):
             if ws.cand != NULL:
@@ -298,7 +338,13 @@ cdef class BuildContext:
         cdef Py_ssize_t t
         cdef double now = _now()
         self.node_count = 0
+        if self.memo_on:
+            memo_table_clear(&self.memo)
         for t in range(self.n_workspaces):
+            self.ws[t].memo.open = False
+            self.ws[t].memo.n_pending = 0
+            self.ws[t].memo.n_hits = 0
+            self.ws[t].memo.n_stored = 0
             self.ws[t].n_evaluations = 0
             self.ws[t].sw.n_bulk_sweeps = 0
             self.ws[t].sw.n_incremental_sweeps = 0
@@ -326,8 +372,10 @@ cdef class BuildContext:
         """Engine counters of the last build, summed over the workspaces."""
         cdef Py_ssize_t t
         out = {"n_evaluations": 0, "n_bulk_sweeps": 0, "n_incremental_sweeps": 0,
-               "n_refactor": 0}
+               "n_refactor": 0, "memo_hits": 0, "memo_stored": 0}
         for t in range(self.n_workspaces):
+            out["memo_hits"] += self.ws[t].memo.n_hits
+            out["memo_stored"] += self.ws[t].memo.n_stored
             out["n_evaluations"] += self.ws[t].n_evaluations
             out["n_bulk_sweeps"] += self.ws[t].sw.n_bulk_sweeps
             out["n_incremental_sweeps"] += self.ws[t].sw.n_incremental_sweeps
@@ -521,6 +569,7 @@ cdef class TreeBuilder:
         self.ctx = context
         self.splitter = context.splitter
         self.criterion = context.criterion
+        self.memo_level = 0
 
     def build(self):
         """Grow the tree on all rows.
@@ -537,6 +586,7 @@ cdef class TreeBuilder:
         cdef Workspace* ws = &ctx.ws[0]
         cdef Py_ssize_t n = ctx.splitter.n_samples
         cdef double objective = INFINITY
+        ctx._enable_memo(self.memo_level)
         ctx._start()
         with nogil:
             ctx.splitter.node_stats(&ws.sw, 0, n, ctx.total(ws, 0, 0),
@@ -547,6 +597,28 @@ cdef class TreeBuilder:
     cdef int grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                   Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
                   double* objective) except -1 nogil:
+        """``_grow`` behind the memo of search subtrees.
+
+        A search subtree's objective is a function of its row set, the
+        levels left and this builder, so one scored before (by this
+        candidate, or by a candidate of an earlier wave) is reused.  Values
+        reached after the time limit may be cut short and are not stored.
+        """
+        cdef MemoKey key
+        if (emit or not ws.memo.open or remaining < 1
+                or end - start < 2 * self.ctx.min_samples_leaf):
+            return self._grow(ws, start, end, depth, side, remaining, emit, objective)
+        memo_key(&key, ws.sw.order + start, end - start, remaining, self.memo_level)
+        if memo_lookup(&self.ctx.memo, &ws.memo, &key, objective):
+            return 0
+        self._grow(ws, start, end, depth, side, remaining, emit, objective)
+        if not self.ctx.time_up:
+            memo_store(&ws.memo, &key, objective[0])
+        return 0
+
+    cdef int _grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                   Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
+                   double* objective) except -1 nogil:
         """Objective of the subtree grown on rows [start, end).
 
         The node's statistics are in ws's slot ``(depth, side)``.  With
@@ -693,6 +765,7 @@ cdef class TreeBuilder:
         for g in range(path.n_costs):
             path.node_count[g] = 0
             group[g] = g
+        ctx._enable_memo(0)         # the path scores per cost group: no memo
         ctx._start()
         with nogil:
             ctx.splitter.node_stats(&ws.sw, 0, n, ctx.total(ws, 0, 0),
@@ -885,6 +958,7 @@ cdef class LookaheadBuilder(TreeBuilder):
             self.lookahead_depth = (<LookaheadBuilder>inner).lookahead_depth + 1
         else:
             self.lookahead_depth = 1
+        self.memo_level = self.lookahead_depth
 
     cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
@@ -898,6 +972,13 @@ cdef class LookaheadBuilder(TreeBuilder):
         cdef bint report = depth == 0 and ws.is_main and self.ctx.progress is not None
         cdef bint root = depth == 0, cut = False, exact_inner
         cdef Py_ssize_t done = 0
+        # A node outside any candidate's memo scope (a committed node) gives
+        # each of its candidates a scope and merges them in waves.  Then the
+        # pruning bound (which decides whose right completion runs, hence
+        # what the memo learns) also moves only at wave boundaries, so the
+        # memo's content does not depend on how threads share a wave.
+        cdef bint waves = self.ctx.memo_on and not ws.memo.open
+        cdef double wave_bound = INFINITY
 
         if self.ctx.time_up:
             # Out of time: this node and everything below it is greedy.
@@ -933,10 +1014,16 @@ cdef class LookaheadBuilder(TreeBuilder):
         if first >= 0:
             if ws.is_main:
                 self.ctx.check()
+            if waves:
+                memo_open(&ws.memo, first)
             self._score(ws, start, end, depth, side, remaining, &cand[first], &carry,
                         bound, &score[first])
+            if waves:
+                memo_close(&ws.memo)
+                self.ctx.memo_merge_all()
             done = 1
             bound = score[first]
+            wave_bound = bound
             if root:
                 self.ctx.n_root_scored = done
             if report:
@@ -945,7 +1032,8 @@ cdef class LookaheadBuilder(TreeBuilder):
                 and n_cand >= MIN_CANDIDATES_PER_THREAD * self.ctx.n_threads
                 and m >= MIN_PARALLEL_ROWS):
             done += self._score_parallel(ws, start, end, depth, side, remaining,
-                                         cand, score, n_cand, first, bound, report)
+                                         cand, score, n_cand, first, bound, report,
+                                         waves)
             for t in range(self.ctx.n_threads):
                 cut = cut or self.ctx.ws[t].cut
             if root:
@@ -955,14 +1043,26 @@ cdef class LookaheadBuilder(TreeBuilder):
         else:
             for i in range(n_cand):
                 if i == first:
+                    if waves and (i + 1) % MEMO_WAVE == 0:
+                        self.ctx.memo_merge_all()
+                        bound = wave_bound
                     continue
                 if ws.is_main:
                     self.ctx.check()
                 if self.ctx.time_up and done > 0:
                     cut = True
                     break
+                if waves:
+                    memo_open(&ws.memo, i)
                 self._score(ws, start, end, depth, side, remaining, &cand[i], &carry,
                             bound, &score[i])
+                if waves:
+                    memo_close(&ws.memo)
+                    if score[i] < wave_bound:
+                        wave_bound = score[i]
+                    if (i + 1) % MEMO_WAVE == 0:
+                        self.ctx.memo_merge_all()
+                        bound = wave_bound
                 if self.ctx.time_up and not exact_inner and done > 0:
                     # Scored by a search that the limit cut short: the
                     # committed children would be refined differently.
@@ -970,12 +1070,14 @@ cdef class LookaheadBuilder(TreeBuilder):
                     cut = True
                     break
                 done += 1
-                if score[i] < bound:
+                if score[i] < bound and not waves:
                     bound = score[i]
                 if root:
                     self.ctx.n_root_scored = done
                 if report:
                     self._report(done, n_cand)
+        if waves:
+            self.ctx.memo_merge_all()
         if cut:
             self.ctx.truncated = True
         else:
@@ -1006,7 +1108,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                                     Py_ssize_t end, Py_ssize_t depth, int side,
                                     Py_ssize_t remaining, const Candidate* cand,
                                     double* score, Py_ssize_t n_cand, Py_ssize_t skip,
-                                    double bound, bint report) except -1 nogil:
+                                    double bound, bint report, bint waves) except -1 nogil:
         """Score the candidates (all but ``skip``) on ``n_threads`` threads.
 
         Each thread scores contiguous chunks of the candidate list on its own
@@ -1021,6 +1123,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         """
         cdef Py_ssize_t t, k, m = end - start, n_threads = self.ctx.n_threads
         cdef Py_ssize_t n_orders = self.splitter.n_orders, chunk, scored = 0
+        cdef Py_ssize_t w0 = 0, w1, wave = MEMO_WAVE if waves else n_cand
         cdef Py_ssize_t n_stats = self.ctx.n_stats, h = self.ctx.hist_size
         cdef Workspace* wt
         for t in range(n_threads):
@@ -1044,29 +1147,45 @@ cdef class LookaheadBuilder(TreeBuilder):
             wt.cut = False
         # Chunks of contiguous candidates keep most carried sweeps going;
         # several chunks per thread even out candidates of unequal cost.
-        chunk = max(1, n_cand // (4 * n_threads))
+        # With the memo, candidates go in waves of MEMO_WAVE (the serial
+        # loop's boundaries), each wave's entries merged in candidate order.
         self.ctx.in_parallel = True
-        for k in prange(n_cand, schedule="static", chunksize=chunk,
-                        num_threads=n_threads):
-            t = threadid()
-            wt = &self.ctx.ws[t]
-            if k != skip and not self.ctx.abort and not wt.cut:
-                if t == 0:
-                    self.ctx.check()
-                if self.ctx.time_up:
-                    wt.cut = True
-                else:
-                    self._score(wt, start, end, depth, side, remaining, &cand[k],
-                                &wt.carry, wt.bound, &score[k])
-                    if self.ctx.time_up and self.inner_is_lookahead:
-                        score[k] = INFINITY     # scored by a search cut short
+        while w0 < n_cand:
+            w1 = min(w0 + wave, n_cand)
+            chunk = max(1, (w1 - w0) // (4 * n_threads))
+            for k in prange(w0, w1, schedule="static", chunksize=chunk,
+                            num_threads=n_threads):
+                t = threadid()
+                wt = &self.ctx.ws[t]
+                if k != skip and not self.ctx.abort and not wt.cut:
+                    if t == 0:
+                        self.ctx.check()
+                    if self.ctx.time_up:
                         wt.cut = True
                     else:
-                        if score[k] < wt.bound:
-                            wt.bound = score[k]
-                        wt.done = wt.done + 1
-                if t == 0 and report:
-                    self._report(self._done(skip), n_cand)
+                        if waves:
+                            memo_open(&wt.memo, k)
+                        self._score(wt, start, end, depth, side, remaining, &cand[k],
+                                    &wt.carry, wt.bound, &score[k])
+                        if waves:
+                            memo_close(&wt.memo)
+                        if self.ctx.time_up and self.inner_is_lookahead:
+                            score[k] = INFINITY     # scored by a search cut short
+                            wt.cut = True
+                        else:
+                            if score[k] < wt.bound and not waves:
+                                wt.bound = score[k]
+                            wt.done = wt.done + 1
+                    if t == 0 and report:
+                        self._report(self._done(skip), n_cand)
+            if waves:
+                self.ctx.memo_merge_all()
+                for k in range(w0, w1):
+                    if k != skip and score[k] < bound:
+                        bound = score[k]
+                for t in range(n_threads):
+                    self.ctx.ws[t].bound = bound
+            w0 = w1
         self.ctx.in_parallel = False
         for t in range(n_threads):
             scored = scored + self.ctx.ws[t].done
