@@ -380,6 +380,8 @@ cdef class BuildContext:
             out["n_bulk_sweeps"] += self.ws[t].sw.n_bulk_sweeps
             out["n_incremental_sweeps"] += self.ws[t].sw.n_incremental_sweeps
             out["n_refactor"] += self.ws[t].sw.crit.n_refactor
+        out["n_evaluations_per_thread"] = [self.ws[t].n_evaluations
+                                           for t in range(self.n_workspaces)]
         return out
 
     def _arrays(self):
