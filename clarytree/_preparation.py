@@ -191,14 +191,27 @@ def _python_scalar(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _sorted_levels(values):
+def _factorize(values):
+    """``(codes, uniques)`` of a column: -1 for missing entries."""
     try:
         import pandas as pd
-
-        unique = pd.unique(values)
     except ImportError:  # pragma: no cover
-        unique = list(dict.fromkeys(values.tolist()))
-    unique = [_python_scalar(v) for v in unique]
+        pd = None
+    if pd is not None:
+        if not hasattr(values, "cat"):
+            values = np.asarray(values, dtype=object)
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        return np.asarray(codes, dtype=np.intp), list(uniques)
+    values = np.asarray(values, dtype=object)   # pragma: no cover
+    missing = _missing_mask(values)
+    table, codes = {}, np.full(values.shape[0], -1, dtype=np.intp)
+    for i, v in enumerate(values):
+        if not missing[i]:
+            codes[i] = table.setdefault(_python_scalar(v), len(table))
+    return codes, list(table)
+
+
+def _sorted_levels_of(unique):
     try:
         return sorted(unique)
     except TypeError:   # mixed types: group by type, then by text
@@ -370,24 +383,26 @@ class Preparation:
         return np.where(codes >= 0, codes, np.nan)
 
     def _learn_levels(self, estimator, j, values, weight):
-        """Levels of categorical column ``j`` from the rows of positive weight."""
+        """Levels of categorical column ``j`` from the rows of positive weight.
+
+        Returns the column's codes (float, NaN where missing), computed in
+        the same pass.
+        """
         names = getattr(estimator, "feature_names_in_", None)
-        if hasattr(values, "to_numpy"):
-            dtype_categories = (values.cat.categories if hasattr(values, "cat") else None)
-            values = values.to_numpy(dtype=object)
-        else:
-            dtype_categories = None
-            values = np.asarray(values, dtype=object)
-        missing = _missing_mask(values)
-        present = values[~missing]
-        w_present = np.ones(present.shape[0]) if weight is None else weight[~missing]
+        dtype_categories = values.cat.categories if hasattr(values, "cat") else None
+        raw, uniques = _factorize(values)       # raw: index into uniques, -1 missing
+        uniques = [_python_scalar(v) for v in uniques]
         if dtype_categories is not None:
-            seen = set(_python_scalar(v) for v in _sorted_levels(present))
+            seen = set(uniques)
             levels = [_python_scalar(v) for v in dtype_categories
                       if _python_scalar(v) in seen]
         else:
-            levels = _sorted_levels(present)
-        codes = _lookup_codes(present, levels, np.arange(len(levels)))
+            levels = _sorted_levels_of(uniques)
+        position = {v: i for i, v in enumerate(levels)}
+        to_level = np.array([position[v] for v in uniques], dtype=np.intp)
+        present = raw >= 0
+        codes = to_level[raw[present]]
+        w_present = None if weight is None else weight[present]
         level_weight = np.bincount(codes, weights=w_present, minlength=len(levels))
         m = self.min_category_weight
         if m is None:
@@ -412,6 +427,13 @@ class Preparation:
                                        dtype=object)
         self.merged_categories_[j] = merged_levels
         self._set_lookup(j)
+        # Level index -> code (merged levels share the last code).
+        final = np.empty(len(levels), dtype=np.float64)
+        final[~merged] = np.arange(len(kept_levels))
+        final[merged] = len(kept_levels)
+        out = np.full(raw.shape[0], np.nan)
+        out[present] = final[codes]
+        return out
 
     def _set_lookup(self, j):
         kept = list(self.categories_[j])
@@ -479,9 +501,12 @@ class Preparation:
         self.merged_categories_ = [None] * n_features
         self._lookup = [None] * n_features
         if X_num is None:
-            for j in np.flatnonzero(self.is_categorical_):
-                self._learn_levels(estimator, j, columns[j], w)
-            X_enc = self._encode(estimator, columns)
+            X_enc = np.empty((y.shape[0], n_features))
+            for j in range(n_features):
+                if self.is_categorical_[j]:
+                    X_enc[:, j] = self._learn_levels(estimator, j, columns[j], w)
+                else:
+                    X_enc[:, j] = self._numeric_column(estimator, columns[j], j)
         else:
             X_enc = X_num
         missing = np.isnan(X_enc).any(axis=0)
