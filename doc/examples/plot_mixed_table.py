@@ -49,7 +49,7 @@ print("with missing values in training:", list(X.columns[model.missing_features_
 # The rules name levels, and the branch that rows with a missing ``s5`` take
 # says ``or missing``. In a leaf equation, a missing ``s5`` counts as its
 # training mean (``model.tree_.fill_value``), so its term adds nothing there.
-print(export_text(model, decimals=3))
+print(export_text(model, significant_digits=3))
 
 # %%
 # Each rule of the leaf table selects exactly its leaf's rows, the patients
