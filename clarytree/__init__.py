@@ -15,6 +15,7 @@ The MBNDT multi-branch differentiable trees live in :mod:`clarytree.mbndt`
 """
 
 from ._classes import CholeskyTreeRegressor, CLARITreeRegressor, UnsplittableWarning
+from ._explain import explain, export_python, export_sql
 from ._export import (
     export_graphviz,
     export_text,
@@ -39,7 +40,10 @@ __all__ = [
     "CholeskyTreeRegressor",
     "CholeskyTreeRegressorCV",
     "__version__",
+    "explain",
     "export_graphviz",
+    "export_python",
+    "export_sql",
     "export_text",
     "from_dict",
     "leaf_penalty_path",

@@ -21,6 +21,7 @@ from ._builder import (
     workspace_bytes,
 )
 from ._criterion import ConstantCriterion, RidgeCriterion
+from ._explain import feature_importances, with_node_statistics
 from ._preparation import Preparation
 from ._sklearn_compat import Interval, StrOptions, fit_context, validate_params
 from ._splitter import SearchRoute, Splitter
@@ -258,7 +259,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     # direction).
     nodes = prep.resolve_splits(nodes, data)
     estimator.objective_ = float(objective)
-    estimator.tree_ = estimator._make_tree(nodes)
+    estimator.tree_ = with_node_statistics(estimator._make_tree(nodes), data, prep)
     return estimator, counters
 
 
@@ -289,7 +290,8 @@ def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_li
         est.objective_ = float(objective * unit)
         nodes["node_objective"] = nodes["node_objective"] * unit
         nodes["coef"] = nodes["coef"] * prep.y_scale_
-        est.tree_ = est._make_tree(prep.resolve_splits(nodes, data))
+        est.tree_ = with_node_statistics(est._make_tree(prep.resolve_splits(nodes, data)),
+                                         data, prep)
         fitted.append(est)
     return fitted, counters
 
@@ -388,6 +390,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left"),
                              StrOptions({"auto"})],
         "regression_features": ["array-like", StrOptions({"auto"}), None],
+        "extrapolation": [StrOptions({"none", "clip"})],
         "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
         "min_category_weight": [Interval(Real, 0, None, closed="left"), None],
         "verbose": ["verbose"],
@@ -450,6 +453,11 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         return np.array(self.tree_.coef[self.leaf_ids_])
 
     @property
+    def feature_importances_(self):
+        check_is_fitted(self, "tree_")
+        return feature_importances(self.tree_)
+
+    @property
     def split_only_features_(self):
         check_is_fitted(self, "tree_")
         return np.setdiff1d(np.arange(self.n_features_in_), self.regression_features_)
@@ -478,7 +486,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         y : ndarray of shape (n_samples,)
         """
         X = self._validate_X_predict(X)
-        return self.tree_.predict(X)
+        return self.tree_.predict(X, clip=getattr(self, "extrapolation", "none") == "clip")
 
     def apply(self, X):
         """Leaf node id reached by each row."""
@@ -536,6 +544,16 @@ _PARAMS_DOC = """
         count) is below this, and those beyond the 255 heaviest, into one
         level ``"<other>"``.  None never merges and rejects a column with more
         than 256 levels.
+    extrapolation : {{"none", "clip"}}, default="none"
+        What ``predict`` does with values outside the training data of the
+        row's leaf. "none" applies the leaf model as it is (a linear model
+        keeps growing beyond its data). "clip" first moves every regression
+        feature into the leaf's training box (the smallest and largest value
+        of the leaf's training rows, in ``tree_.box_lower`` and
+        ``tree_.box_upper``), so a prediction never leaves the range the leaf
+        model takes on its box. Training rows lie in their leaf's box, so
+        their predictions are the same either way; the parameter only acts
+        at predict time and can be changed with ``set_params`` after fitting.
     verbose : int, default=0
         Print the progress of the root's candidate evaluations.
 
@@ -568,6 +586,17 @@ _PARAMS_DOC = """
     leaf_coefs_ : ndarray of shape (n_leaves, n_features)
         Leaf models in original units (zeros for columns not in the leaf
         regressions).
+    feature_importances_ : ndarray of shape (n_features,)
+        Share of each feature in the fitted tree, summing to 1 (0 everywhere
+        for a one-leaf constant model): the objective decrease of every split
+        credited to its feature, plus, in every leaf, each feature's share
+        ``sum_i w_i (t_ij - mean t_j)(yhat_i - mean yhat)`` of the variation
+        of the leaf model's fitted values over its training rows (``t_ij``
+        the term ``coef_j * x_ij``, weighted means; the shares add up to
+        ``sum_i w_i (yhat_i - mean yhat)^2``; negative shares count as 0).
+        Both parts are sums of squares of ``y``. With constant leaves this is
+        scikit-learn's impurity importance. Works with
+        :class:`~sklearn.feature_selection.SelectFromModel`.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Present when ``X`` had string column names.
@@ -646,7 +675,8 @@ class CLARITreeRegressor(_BaseLinearTree):
                  leaf_model="linear", leaf_penalty=1e-3, ridge_alpha=1e-5,
                  n_thresholds=20, threshold_strategy="quantile",
                  min_samples_leaf="auto", regression_features="auto",
-                 categorical_features="from_dtype", min_category_weight=None, verbose=0):
+                 categorical_features="from_dtype", min_category_weight=None,
+                 extrapolation="none", verbose=0):
         self.max_depth = max_depth
         self.lookahead_depth = lookahead_depth
         self.time_limit = time_limit
@@ -660,6 +690,7 @@ class CLARITreeRegressor(_BaseLinearTree):
         self.regression_features = regression_features
         self.categorical_features = categorical_features
         self.min_category_weight = min_category_weight
+        self.extrapolation = extrapolation
         self.verbose = verbose
 
     def _effective_lookahead(self):
@@ -696,7 +727,8 @@ class CholeskyTreeRegressor(_BaseLinearTree):
     def __init__(self, *, max_depth=4, leaf_model="linear", leaf_penalty=1e-3,
                  ridge_alpha=1e-5, n_thresholds=20, threshold_strategy="quantile",
                  min_samples_leaf="auto", regression_features="auto",
-                 categorical_features="from_dtype", min_category_weight=None, verbose=0):
+                 categorical_features="from_dtype", min_category_weight=None,
+                 extrapolation="none", verbose=0):
         self.max_depth = max_depth
         self.leaf_model = leaf_model
         self.leaf_penalty = leaf_penalty
@@ -707,4 +739,5 @@ class CholeskyTreeRegressor(_BaseLinearTree):
         self.regression_features = regression_features
         self.categorical_features = categorical_features
         self.min_category_weight = min_category_weight
+        self.extrapolation = extrapolation
         self.verbose = verbose

@@ -1,4 +1,4 @@
-"""The ``clarytree`` command line: demo, fit, predict and mbndt.
+"""The ``clarytree`` command line: demo, fit, predict, export and mbndt.
 
 Mistakes a user can make (a missing file, an unknown column, a bad option
 value...) end with one line on stderr and exit status 2, never a traceback.
@@ -455,19 +455,35 @@ def _cmd_mbndt(args):
     return 0
 
 
-def _cmd_predict(args):
-    import joblib
+def _load_model(path):
+    """A fitted model from a joblib file (``--out``) or a JSON tree (``--json``)."""
+    if not os.path.exists(path):
+        raise UsageError(f"file not found: {path}")
+    if path.lower().endswith(".json"):
+        from ._export import from_dict
 
-    _check_writable(args.out, "--out")
-    if not os.path.exists(args.model):
-        raise UsageError(f"file not found: {args.model}")
-    try:
-        model = joblib.load(args.model)
-    except Exception as exc:  # any unpickling failure means "not a model file"
-        raise UsageError(f"cannot load a model from {args.model}: "
-                         f"{type(exc).__name__}") from None
+        try:
+            with open(path, encoding="utf-8") as fh:
+                model = from_dict(json.load(fh))
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise UsageError(f"cannot load a model from {path}: {first}") from None
+    else:
+        import joblib
+
+        try:
+            model = joblib.load(path)
+        except Exception as exc:  # any unpickling failure means "not a model file"
+            raise UsageError(f"cannot load a model from {path}: "
+                             f"{type(exc).__name__}") from None
     if not (hasattr(model, "predict") and hasattr(model, "tree_")):
-        raise UsageError(f"{args.model} does not hold a fitted clarytree model")
+        raise UsageError(f"{path} does not hold a fitted clarytree model")
+    return model
+
+
+def _cmd_predict(args):
+    _check_writable(args.out, "--out")
+    model = _load_model(args.model)
     frame = _read_table(args.data)
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
@@ -492,6 +508,34 @@ def _cmd_predict(args):
     else:
         out.to_csv(sys.stdout, index=False)
     return 0
+
+
+def _cmd_export(args):
+    from ._explain import export_python, export_sql
+
+    _check_writable(args.out, "--out")
+    model = _load_model(args.model)
+    if args.extrapolation is not None:
+        if not hasattr(model, "extrapolation"):
+            raise UsageError("--extrapolation applies to CLARITree models only")
+        model.set_params(extrapolation=args.extrapolation)
+    if args.sql:
+        text = export_sql(model, table=args.table, dialect=args.dialect) + "\n"
+    else:
+        text = export_python(model, function_name=args.function_name)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        _print(f"{'SQL' if args.sql else 'Python'} written to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _identifier(text):
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected a Python identifier, got {text!r}")
+    return text
 
 
 # --------------------------------------------------------------------------
@@ -593,6 +637,24 @@ def build_parser():
     predict.add_argument("--out", metavar="PREDICTIONS.csv",
                          help="write predictions here (default: standard output)")
     predict.set_defaults(func=_cmd_predict)
+
+    export = sub.add_parser(
+        "export", help="turn a saved model into SQL or Python code",
+        description="Write MODEL (joblib file from --out, or JSON from --json) as one SQL "
+                    "CASE expression or as a dependency-free Python function; both "
+                    "reproduce the model's predictions.")
+    export.add_argument("model", metavar="MODEL", help="model file (.joblib or .json)")
+    what = export.add_mutually_exclusive_group(required=True)
+    what.add_argument("--sql", action="store_true", help="SELECT ... FROM TABLE")
+    what.add_argument("--python", action="store_true", help="a Python function")
+    export.add_argument("--table", default="t", help="table of the SQL query (default: t)")
+    export.add_argument("--dialect", choices=["sqlite", "postgres", "ansi"], default="sqlite")
+    export.add_argument("--function-name", type=_identifier, default="predict",
+                        help="name of the Python function (default: predict)")
+    export.add_argument("--extrapolation", choices=["none", "clip"],
+                        help="override the model's extrapolation setting")
+    export.add_argument("--out", metavar="FILE", help="write here (default: standard output)")
+    export.set_defaults(func=_cmd_export)
 
     mb = sub.add_parser("mbndt", help="fit an MBNDT multi-branch tree (needs torch)",
                         description="Fit an MBNDT classifier or regressor on DATA, print the "

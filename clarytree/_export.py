@@ -59,7 +59,16 @@ _TREE_ARRAYS = (
     "categories_left",
     "weighted_n_node_samples",
     "fill_value",
+    # Training boxes and statistics; absent from older descriptions.
+    "box_lower",
+    "box_upper",
+    "target_lower",
+    "target_upper",
+    "model_share",
 )
+# Value of an optional array's entries that JSON holds as null (unbounded).
+_UNBOUNDED = {"box_lower": -np.inf, "box_upper": np.inf, "target_lower": -np.inf,
+              "target_upper": np.inf}
 
 
 # --------------------------------------------------------------------------
@@ -122,6 +131,30 @@ class TreeFamily:
     def leaf_values(self, estimator, leaf, points):
         """The model of ``leaf`` evaluated at full rows ``points``."""
         raise NotImplementedError
+
+    # Explain and deploy (clarytree._explain): exact contributions and code.
+    def contributions(self, estimator, X, names):
+        """``(leaves, rules, intercept, terms, prediction)`` of :func:`~clarytree.explain`.
+
+        ``rules`` maps a leaf id to its rule text; ``intercept`` plus the
+        columns of ``terms`` added left to right is ``prediction`` exactly.
+        """
+        raise TypeError(f"explain() does not support {type(estimator).__name__}")
+
+    def sql_cases(self, estimator, names, dialect):
+        """``[(tests, value)]`` per leaf for :func:`~clarytree.export_sql`.
+
+        ``tests`` are SQL conditions whose conjunction selects the leaf's rows
+        (missing values as ``NULL``), ``value`` the SQL of its prediction.
+        """
+        raise TypeError(f"export_sql() does not support {type(estimator).__name__}")
+
+    def python_source(self, estimator, names, function_name, doc):
+        """Source lines defining ``function_name(x)`` for :func:`~clarytree.export_python`.
+
+        ``doc`` is the function's docstring line, indented.
+        """
+        raise TypeError(f"export_python() does not support {type(estimator).__name__}")
 
 
 _FAMILIES = {}      # class of a fitted tree_ -> TreeFamily
@@ -327,6 +360,16 @@ def _equation(intercept, coef, names, digits, sep=" ", max_terms=None):
         # Drawings (one term per line) need the short form.
         parts.append(f"+ {hidden} more" if sep == "\n" else f"+ ... ({hidden} smaller terms)")
     return sep.join(parts)
+
+
+def _json_floats(array):
+    """Array as nested lists, infinite entries (unbounded boxes) as None: strict JSON."""
+    array = np.asarray(array)
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        obj = array.astype(object)
+        obj[np.isinf(array)] = None
+        return obj.tolist()
+    return array.tolist()
 
 
 def _binary_threshold_texts(tree, exact_thresholds=False):
@@ -557,7 +600,8 @@ class _BinaryFamily(TreeFamily):
     def to_dict(self, estimator):
         tree = estimator.tree_
         data = {
-            "tree": {name: np.asarray(getattr(tree, name)).tolist() for name in _TREE_ARRAYS},
+            "tree": {name: _json_floats(getattr(tree, name)) if name in _UNBOUNDED
+                     else np.asarray(getattr(tree, name)).tolist() for name in _TREE_ARRAYS},
             "objective": float(estimator.objective_),
             "regression_features": np.asarray(estimator.regression_features_).tolist(),
         }
@@ -584,6 +628,10 @@ class _BinaryFamily(TreeFamily):
         if arrays.get("categories_left") is not None:
             arrays["categories_left"] = np.asarray(
                 arrays["categories_left"], dtype=np.uint32).reshape(-1, CATEGORY_WORDS)
+        for name, unbounded in _UNBOUNDED.items():
+            if arrays.get(name) is not None:
+                values = np.asarray(arrays[name], dtype=np.float64)  # null -> NaN
+                arrays[name] = np.where(np.isnan(values), unbounded, values)
         estimator.tree_ = Tree.from_arrays(arrays)
         # Files written before categorical and missing-value support: numeric.
         state = data.get("preparation") or {"is_categorical": [False] * n_features,
@@ -605,6 +653,21 @@ class _BinaryFamily(TreeFamily):
     def leaf_values(self, estimator, leaf, points):
         tree = estimator.tree_
         return tree.intercept[leaf] + points @ tree.coef[leaf]
+
+    def contributions(self, estimator, X, names):
+        from ._explain import binary_contributions
+
+        return binary_contributions(estimator, X, names)
+
+    def sql_cases(self, estimator, names, dialect):
+        from ._explain import binary_sql_cases
+
+        return binary_sql_cases(estimator, names, dialect)
+
+    def python_source(self, estimator, names, function_name, doc):
+        from ._explain import binary_python
+
+        return binary_python(estimator, names, function_name, doc)
 
 
 def _register_core_family():

@@ -247,6 +247,8 @@ class PreparedData:
     ----------
     X : ndarray of shape (n_samples, n_features)
         The encoded matrix of the training rows (zero-weight rows dropped).
+    y : ndarray of shape (n_samples,)
+        The target of those rows, in its own units.
     sample_weight : ndarray of shape (n_samples,) or None
         Positive row weights, None when every weight is 1.
     W : ndarray of shape (n_samples, p + 1)
@@ -542,6 +544,7 @@ class Preparation:
 
         data = PreparedData()
         data.X = X_enc
+        data.y = y
         data.sample_weight = w
         data.W, data.ridge, data.tss = self._design(X_enc, y_centred, w, reg, mean, std)
         self._pools(X_enc, w)

@@ -26,6 +26,11 @@ cdef class Tree:
     cdef readonly object weighted_n_node_samples  # float64, training weight per node
     # float64 (n_features,): value of a missing x in the leaf equations (training mean)
     cdef readonly object fill_value
+    cdef readonly object box_lower          # float64 (node_count, n_features), training box
+    cdef readonly object box_upper          # float64 (node_count, n_features), +-inf unbounded
+    cdef readonly object target_lower       # float64, smallest training target of the node
+    cdef readonly object target_upper       # float64, largest training target of the node
+    cdef readonly object model_share        # float64 (node_count, n_features), importances
 
     cdef const Py_ssize_t[::1] _left
     cdef const Py_ssize_t[::1] _right
@@ -37,6 +42,15 @@ cdef class Tree:
     cdef const unsigned char[::1] _is_categorical
     cdef const unsigned int[:, ::1] _categories_left
     cdef const double[::1] _fill
+    cdef const double[:, ::1] _box_lower
+    cdef const double[:, ::1] _box_upper
 
     cdef bint _goes_left(self, Py_ssize_t node, double x) noexcept nogil
     cdef void _apply(self, const double[:, ::1] X, Py_ssize_t[::1] out) noexcept nogil
+    # The one place a leaf model is evaluated (predict, contributions): the
+    # intercept plus the terms x_j * coef_j of the features with a nonzero
+    # coefficient, added in feature order; a missing x_j counts as fill_value[j],
+    # ``clip`` then moves x_j into the leaf's training box; the terms go to
+    # ``terms[i]`` when ``store``.
+    cdef double _leaf_value(self, const double[:, ::1] X, Py_ssize_t i, Py_ssize_t leaf,
+                            bint clip, double[:, ::1] terms, bint store) noexcept nogil

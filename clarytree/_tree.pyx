@@ -23,6 +23,10 @@ def _rebuild(arrays):
 # describe a tree of numeric splits fitted without missing values or weights.
 _TABLE_ARRAYS = ("missing_go_left", "is_categorical", "categories_left",
                  "weighted_n_node_samples", "fill_value")
+# Training statistics of every node (clarytree._explain.node_statistics):
+# boxes and target ranges (unbounded by default) and the model shares of the
+# feature importances (0 by default).
+_STAT_ARRAYS = ("box_lower", "box_upper", "target_lower", "target_upper", "model_share")
 # Categorical splits send a set of level codes left, as a 256-bit set.
 MAX_CATEGORIES = 256
 CATEGORY_WORDS = MAX_CATEGORIES // 32
@@ -66,7 +70,9 @@ cdef class Tree:
     coef : ndarray of shape (node_count, n_features), float64
         Each node's own leaf model in original units: the prediction of a row
         reaching leaf ``l`` is ``intercept[l] + x @ coef[l]``, where a missing
-        (NaN) ``x[j]`` counts as ``fill_value[j]``.
+        (NaN) ``x[j]`` counts as ``fill_value[j]``, evaluated as the intercept
+        plus the products ``x[j] * coef[l, j]`` of the nonzero coefficients
+        added one by one in feature order.
     gap_lower, gap_upper : ndarray of shape (node_count,), float64, optional
         At a split, the largest training value of the split feature that went
         left and the smallest that went right: any threshold in
@@ -91,6 +97,19 @@ cdef class Tree:
         Value of a missing feature in the leaf equations (its weighted
         training mean, so it adds nothing to a standardized leaf model).
         Default: zeros.
+    box_lower, box_upper : ndarray of shape (node_count, n_features), optional
+        Each node's training box: the smallest and largest value of every
+        feature over the node's training rows (``-inf``/``+inf`` where a
+        feature is unbounded or not tracked).  ``predict(X, clip=True)`` moves
+        each value into its leaf's box before applying the leaf model.
+        Default: unbounded.
+    target_lower, target_upper : ndarray of shape (node_count,), optional
+        Smallest and largest training target of each node (default: -inf and
+        +inf).
+    model_share : ndarray of shape (node_count, n_features), optional
+        Each feature's share of the variation of the node's own model over
+        the node's training rows (see
+        ``clarytree._explain.feature_importances``); default 0.
 
     Notes
     -----
@@ -103,7 +122,8 @@ cdef class Tree:
                  feature, threshold, n_node_samples, node_objective,
                  intercept, coef, *, gap_lower=None, gap_upper=None,
                  missing_go_left=None, is_categorical=None, categories_left=None,
-                 weighted_n_node_samples=None, fill_value=None):
+                 weighted_n_node_samples=None, fill_value=None, box_lower=None,
+                 box_upper=None, target_lower=None, target_upper=None, model_share=None):
         self.n_features = n_features
         self.children_left = np.ascontiguousarray(children_left, dtype=np.intp)
         self.node_count = self.children_left.shape[0]
@@ -130,8 +150,14 @@ cdef class Tree:
             else weighted_n_node_samples, dtype=np.float64)
         self.fill_value = np.ascontiguousarray(
             np.zeros(n_features) if fill_value is None else fill_value, dtype=np.float64)
+        shape = (count, n_features)
+        self.box_lower = _float_array(box_lower, shape, -np.inf)
+        self.box_upper = _float_array(box_upper, shape, np.inf)
+        self.target_lower = _float_array(target_lower, (count,), -np.inf)
+        self.target_upper = _float_array(target_upper, (count,), np.inf)
+        self.model_share = _float_array(model_share, shape, 0.0)
         self._validate()
-        for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS:
+        for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS + _STAT_ARRAYS:
             getattr(self, name).setflags(write=False)
         self._left = self.children_left
         self._right = self.children_right
@@ -143,6 +169,8 @@ cdef class Tree:
         self._is_categorical = self.is_categorical
         self._categories_left = self.categories_left
         self._fill = self.fill_value
+        self._box_lower = self.box_lower
+        self._box_upper = self.box_upper
 
     def _optional(self, values):
         if values is None:
@@ -182,6 +210,12 @@ cdef class Tree:
             raise ValueError("missing_go_left must be 0 for leaves")
         if np.any((self.is_categorical != 0) & ~internal):
             raise ValueError("is_categorical must be 0 for leaves")
+        if (np.any(np.isnan(self.box_lower)) or np.any(np.isnan(self.box_upper))
+                or np.any(self.box_lower > self.box_upper)):
+            raise ValueError("training boxes need box_lower <= box_upper (no NaN)")
+        if (np.any(np.isnan(self.target_lower)) or np.any(np.isnan(self.target_upper))
+                or np.any(self.target_lower > self.target_upper)):
+            raise ValueError("target ranges need target_lower <= target_upper (no NaN)")
 
     def __reduce__(self):
         return (_rebuild, (self.to_arrays(),))
@@ -189,7 +223,7 @@ cdef class Tree:
     def to_arrays(self):
         """Dict of the node arrays (copies) and ``n_features``."""
         out = {name: np.array(getattr(self, name))
-               for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS}
+               for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS + _STAT_ARRAYS}
         out["n_features"] = self.n_features
         return out
 
@@ -203,6 +237,8 @@ cdef class Tree:
                     if arrays.get(name) is not None}
         optional.update({name: np.asarray(arrays[name]) for name in _TABLE_ARRAYS
                          if arrays.get(name) is not None})
+        optional.update({name: np.asarray(arrays[name], dtype=np.float64)
+                         for name in _STAT_ARRAYS if arrays.get(name) is not None})
         return cls(int(arrays["n_features"]),
                    *(np.asarray(arrays[name]) for name in _ARRAYS), **optional)
 
@@ -259,27 +295,89 @@ cdef class Tree:
             self._apply(Xv, outv)
         return out
 
-    def predict(self, X):
-        """``intercept[leaf] + x @ coef[leaf]`` for each row (NaN as ``fill_value``)."""
+    cdef double _leaf_value(self, const double[:, ::1] X, Py_ssize_t i, Py_ssize_t leaf,
+                            bint clip, double[:, ::1] terms, bint store) noexcept nogil:
+        cdef Py_ssize_t j
+        cdef double acc = self._intercept[leaf], x, c, t
+        for j in range(self.n_features):
+            c = self._coef[leaf, j]
+            if c == 0.0:
+                continue
+            x = X[i, j]
+            if isnan(x):
+                x = self._fill[j]
+            if clip:
+                if x < self._box_lower[leaf, j]:
+                    x = self._box_lower[leaf, j]
+                elif x > self._box_upper[leaf, j]:
+                    x = self._box_upper[leaf, j]
+            t = x * c
+            if store:
+                terms[i, j] = t
+            acc = acc + t
+        return acc
+
+    def predict(self, X, bint clip=False):
+        """Leaf model of each row's leaf: ``intercept[leaf] + x @ coef[leaf]``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float64
+            A missing (NaN) value counts as ``fill_value`` in the leaf model.
+        clip : bool, default=False
+            Move every value into the leaf's training box
+            (``box_lower``/``box_upper``) before applying the leaf model.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
         X = self._check_input(X)
         cdef const double[:, ::1] Xv = X
         cdef Py_ssize_t[::1] leaves = np.empty(X.shape[0], dtype=np.intp)
         out = np.empty(X.shape[0], dtype=np.float64)
         cdef double[::1] outv = out
-        cdef Py_ssize_t i, j, leaf, nf = self.n_features
-        cdef double acc, x
+        cdef double[:, ::1] no_terms = np.empty((0, 0))
+        cdef Py_ssize_t i
         with nogil:
             self._apply(Xv, leaves)
             for i in range(Xv.shape[0]):
-                leaf = leaves[i]
-                acc = self._intercept[leaf]
-                for j in range(nf):
-                    x = Xv[i, j]
-                    if isnan(x):
-                        x = self._fill[j]
-                    acc = acc + x * self._coef[leaf, j]
-                outv[i] = acc
+                outv[i] = self._leaf_value(Xv, i, leaves[i], clip, no_terms, False)
         return out
+
+    def contributions(self, X, bint clip=False):
+        """Each row's leaf, leaf-model terms and prediction, computed as ``predict``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features), float64
+        clip : bool, default=False
+            As in :meth:`predict`.
+
+        Returns
+        -------
+        leaves : ndarray of shape (n_samples,), intp
+        terms : ndarray of shape (n_samples, n_features), float64
+            ``x[j] * coef[leaf, j]`` (missing values filled, then clipped),
+            0 where the coefficient is 0.  Adding them one by one in column
+            order to ``intercept[leaves]`` gives ``prediction`` bit for bit.
+        prediction : ndarray of shape (n_samples,)
+            Equal to ``predict(X, clip)``.
+        """
+        X = self._check_input(X)
+        cdef const double[:, ::1] Xv = X
+        leaves_arr = np.empty(X.shape[0], dtype=np.intp)
+        terms_arr = np.zeros((X.shape[0], self.n_features))
+        out = np.empty(X.shape[0], dtype=np.float64)
+        cdef Py_ssize_t[::1] leaves = leaves_arr
+        cdef double[:, ::1] terms = terms_arr
+        cdef double[::1] outv = out
+        cdef Py_ssize_t i
+        with nogil:
+            self._apply(Xv, leaves)
+            for i in range(Xv.shape[0]):
+                outv[i] = self._leaf_value(Xv, i, leaves[i], clip, terms, True)
+        return leaves_arr, terms_arr, out
 
     def decision_path(self, X):
         """CSR indicator matrix (n_samples, node_count) of the nodes visited."""
@@ -305,3 +403,14 @@ cdef class Tree:
         data = np.ones(k, dtype=np.intp)
         return sparse.csr_matrix((data, indices[:k], indptr),
                                  shape=(n, self.node_count))
+
+
+def _float_array(values, shape, fill):
+    """``values`` as a C-contiguous float64 array of ``shape`` (``fill`` if None)."""
+    if values is None:
+        return np.full(shape, fill)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if values.size != int(np.prod(shape)):
+        raise ValueError(f"expected {int(np.prod(shape))} values for an array of shape "
+                         f"{shape}, got {values.size}")
+    return values.reshape(shape)

@@ -389,3 +389,30 @@ def test_fit_predict_mixed_table(mixed_frame, tmp_path, suffix):
                                                                       -2.0, 0.0)
     known = frame["color"].notna().to_numpy()
     assert np.corrcoef(got[known], truth[known])[0, 1] > 0.9
+
+
+def test_export_sql_and_python_reproduce_predict(data_csv, tmp_path):
+    import io
+    import sqlite3
+
+    model_path, json_path = tmp_path / "m.joblib", tmp_path / "m.json"
+    fitted = run("fit", data_csv, "--target", "target", "--max-depth", 2, "--test-size", 0,
+                 "--out", model_path, "--json", json_path, "-q")
+    assert fitted.returncode == 0, fitted.stderr
+    X = pd.read_csv(data_csv)[["a", "b", "c"]]
+    predicted = run("predict", model_path, data_csv)
+    expected = pd.read_csv(io.StringIO(predicted.stdout))["prediction"]
+    db = sqlite3.connect(":memory:")
+    X.to_sql("rows", db, index=False)
+    sql = run("export", model_path, "--sql", "--table", "rows", "--extrapolation", "clip")
+    assert sql.returncode == 0, sql.stderr
+    np.testing.assert_allclose([r[0] for r in db.execute(sql.stdout)], expected, rtol=1e-12)
+    py_file = tmp_path / "scorer.py"
+    out = run("export", json_path, "--python", "--function-name", "score", "--out", py_file)
+    assert out.returncode == 0 and "written to" in out.stdout, out.stderr
+    namespace = {}
+    exec(py_file.read_text(), namespace)
+    got = [namespace["score"](row) for row in X.to_numpy().tolist()]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert_usage_error(run("export", model_path), "one of the arguments --sql --python")
+    assert_usage_error(run("export", data_csv, "--sql"), "cannot load a model")

@@ -206,4 +206,20 @@ class MultiwayFamily(TreeFamily):
             estimator.classes_ = np.asarray(data["classes"])
 
 
+    def contributions(self, estimator, X, names):
+        from ._codegen import contributions
+
+        return contributions(estimator, X, names, _rules(estimator.tree_, names))
+
+    def sql_cases(self, estimator, names, dialect):
+        from ._codegen import sql_cases
+
+        return sql_cases(estimator, names)
+
+    def python_source(self, estimator, names, function_name, doc):
+        from ._codegen import python_source
+
+        return python_source(estimator, names, function_name, doc)
+
+
 register_tree_family(MultiwayTree, MultiwayFamily(), (MBNDTClassifier, MBNDTRegressor))

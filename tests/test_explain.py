@@ -1,0 +1,661 @@
+"""Tests for clarytree._explain: contributions, importances, clipping, SQL and Python export."""
+
+import json
+import pickle
+import sqlite3
+import sys
+from functools import reduce
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.feature_selection import SelectFromModel
+from sklearn.tree import DecisionTreeRegressor
+
+from clarytree import (
+    CholeskyTreeRegressor,
+    CLARITreeRegressor,
+    explain,
+    export_python,
+    export_sql,
+    from_dict,
+    leaf_table,
+    to_dict,
+)
+from clarytree.datasets import make_piecewise_linear
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_piecewise_linear(n_samples=500, n_features=4, n_regimes=3, noise=0.1,
+                                 random_state=0)
+    return X, y
+
+
+def _models(X, y):
+    yield CLARITreeRegressor(max_depth=2).fit(X, y)
+    yield CholeskyTreeRegressor(max_depth=3).fit(X, y)
+    yield CholeskyTreeRegressor(max_depth=3, leaf_model="constant").fit(X, y)
+    yield CholeskyTreeRegressor(max_depth=2, regression_features=[1, 3]).fit(X, y)
+
+
+def _left_to_right(table, names):
+    """intercept + term_1 + term_2 + ... evaluated strictly left to right."""
+    return reduce(lambda acc, name: acc + table[name].to_numpy(), names,
+                  table["intercept"].to_numpy())
+
+
+def _far_rows(X, seed=1, scale=50.0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(200, X.shape[1])) * scale * X.std(axis=0)
+
+
+# --------------------------------------------------------------------------
+# explain
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extrapolation", ["none", "clip"])
+def test_contributions_add_up_to_predict_bit_for_bit(data, extrapolation):
+    X, y = data
+    rows = np.vstack([X, _far_rows(X)])
+    for model in _models(X, y):
+        model.set_params(extrapolation=extrapolation)
+        table = explain(model, rows)
+        names = [f"x[{j}]" for j in range(X.shape[1])]
+        assert list(table.columns) == ["leaf", "rule", "intercept", *names, "prediction"]
+        pred = model.predict(rows)
+        np.testing.assert_array_equal(table["prediction"].to_numpy(), pred)
+        np.testing.assert_array_equal(_left_to_right(table, names), pred)
+        np.testing.assert_array_equal(table["leaf"].to_numpy(), model.apply(rows))
+        # Terms of features outside a leaf model are exactly 0.
+        coef = model.tree_.coef[table["leaf"].to_numpy()]
+        terms = table[names].to_numpy()
+        assert np.all(terms[coef == 0] == 0)
+        if extrapolation == "none":
+            np.testing.assert_array_equal(terms, coef * rows)
+
+
+def test_explain_on_real_data_matches_leaf_table_and_rules():
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    model = CLARITreeRegressor(max_depth=2, leaf_penalty=1e-2, ridge_alpha=1e-2).fit(X, y)
+    X_new = X.iloc[::7]
+    table = explain(model, X_new)
+    assert table.index.equals(X_new.index)
+    pred = model.predict(X_new)
+    np.testing.assert_array_equal(table["prediction"].to_numpy(), pred)
+    np.testing.assert_array_equal(_left_to_right(table, list(X.columns)), pred)
+    # The rule of a row is its leaf's rule in leaf_table, and every row satisfies it.
+    leaves = leaf_table(model, exact_thresholds=True)
+    rules = dict(zip(leaves["leaf"], leaves["rule"], strict=True))
+    assert all(rules[leaf] == rule for leaf, rule in zip(table["leaf"], table["rule"],
+                                                         strict=True))
+    for (_, row), rule in zip(X_new.iterrows(), table["rule"], strict=True):
+        assert eval(_as_python(rule), {}, {"row": row})
+
+
+def _as_python(rule):
+    """A leaf_table rule as a Python boolean expression over ``row[name]``."""
+    import re
+
+    return re.sub(r"([A-Za-z_][A-Za-z0-9_]*)(?= (<=|>|<))|(?<=< )([A-Za-z_][A-Za-z0-9_]*)",
+                  lambda m: f"row[{(m.group(1) or m.group(3))!r}]", rule)
+
+
+def test_explain_without_pandas_returns_dict_of_arrays(data, monkeypatch):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    table = explain(model, X[:20])
+    assert isinstance(table, dict)
+    assert list(table) == ["leaf", "rule", "intercept", "x[0]", "x[1]", "x[2]", "x[3]",
+                           "prediction"]
+    total = table["intercept"]
+    for j in range(4):
+        total = total + table[f"x[{j}]"]
+    np.testing.assert_array_equal(total, model.predict(X[:20]))
+
+
+def test_explain_input_errors(data):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    with pytest.raises(ValueError, match="clash"):
+        explain(model, X, feature_names=["leaf", "b", "c", "d"])
+    with pytest.raises(ValueError, match="distinct"):
+        explain(model, X, feature_names=["a", "a", "c", "d"])
+    with pytest.raises(ValueError, match="features"):
+        explain(model, X[:, :2])
+    with pytest.raises(TypeError, match="fitted"):
+        explain(object(), X)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        explain(CholeskyTreeRegressor(), X)
+
+
+# --------------------------------------------------------------------------
+# feature_importances_
+# --------------------------------------------------------------------------
+
+
+def test_constant_leaf_importances_equal_scikit_learn_cart():
+    # The same greedy SSE splits over all midpoints: the same tree as CART, so
+    # the impurity importances must agree.
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(300, 4))
+    y = np.where(X[:, 0] > 0.5, 2.0, 0.0) + X[:, 1] ** 2 + 0.1 * rng.normal(size=300)
+    ours = CholeskyTreeRegressor(max_depth=3, leaf_model="constant", leaf_penalty=0.0,
+                                 n_thresholds=None).fit(X, y)
+    cart = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(ours.apply(X) > 0, cart.apply(X) > 0)
+    assert ours.get_n_leaves() == cart.get_n_leaves()
+    np.testing.assert_allclose(ours.feature_importances_, cart.feature_importances_,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_linear_leaf_importances_against_direct_computation(data):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    tree = model.tree_
+    expected = np.zeros(X.shape[1])
+    for node in np.flatnonzero(tree.children_left >= 0):
+        gain = (tree.node_objective[node] - tree.node_objective[tree.children_left[node]]
+                - tree.node_objective[tree.children_right[node]])
+        assert gain >= 0
+        expected[tree.feature[node]] += gain
+    leaves = model.apply(X)
+    for leaf in np.unique(leaves):
+        rows = X[leaves == leaf]
+        fitted = rows @ tree.coef[leaf] + tree.intercept[leaf]
+        shares = np.array([np.cov(rows[:, j] * tree.coef[leaf, j], fitted, bias=True)[0, 1]
+                           for j in range(X.shape[1])]) * rows.shape[0]
+        # The Pratt shares add up to the leaf's explained variation.
+        np.testing.assert_allclose(shares.sum(), ((fitted - fitted.mean()) ** 2).sum(),
+                                   rtol=1e-9)
+        expected += np.maximum(shares, 0)
+    np.testing.assert_allclose(model.feature_importances_, expected / expected.sum(),
+                               rtol=1e-9)
+    assert model.feature_importances_.sum() == pytest.approx(1.0)
+
+
+def test_importances_find_relevant_features_with_select_from_model():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 6))
+    y = np.where(X[:, 0] > 0, 3 * X[:, 1], -2 * X[:, 1]) + 0.05 * rng.normal(size=600)
+    model = CLARITreeRegressor(max_depth=2, regression_features=[1, 2, 3, 4, 5])
+    selector = SelectFromModel(model).fit(X, y)
+    # The split-only feature 0 and the slope feature 1 carry the model.
+    assert list(np.flatnonzero(selector.get_support())) == [0, 1]
+    imp = selector.estimator_.feature_importances_
+    assert imp[[0, 1]].sum() > 0.95
+
+
+def test_importances_of_a_single_constant_leaf_are_zero(data):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=0, leaf_model="constant").fit(X, y)
+    np.testing.assert_array_equal(model.feature_importances_, np.zeros(X.shape[1]))
+
+
+# --------------------------------------------------------------------------
+# extrapolation="clip"
+# --------------------------------------------------------------------------
+
+
+def test_training_boxes_hold_leaf_extremes(data):
+    X, y = data
+    model = CLARITreeRegressor(max_depth=2, regression_features=[0, 1, 2]).fit(X, y)
+    tree = model.tree_
+    leaves = model.apply(X)
+    for leaf in np.unique(leaves):
+        rows = leaves == leaf
+        np.testing.assert_array_equal(tree.box_lower[leaf, :3], X[rows, :3].min(axis=0))
+        np.testing.assert_array_equal(tree.box_upper[leaf, :3], X[rows, :3].max(axis=0))
+        assert tree.target_lower[leaf] == y[rows].min()
+        assert tree.target_upper[leaf] == y[rows].max()
+    # Not a regression feature: unbounded.
+    assert np.all(np.isinf(tree.box_lower[:, 3])) and np.all(np.isinf(tree.box_upper[:, 3]))
+    # The root's box is the data's.
+    np.testing.assert_array_equal(tree.box_lower[0, :3], X[:, :3].min(axis=0))
+    assert tree.target_upper[0] == y.max()
+
+
+def test_clip_bounds_far_predictions_and_keeps_training_ones(data):
+    X, y = data
+    model = CLARITreeRegressor(max_depth=2).fit(X, y)
+    far = _far_rows(X, scale=1e6)
+    free = model.predict(far)
+    clipped = model.set_params(extrapolation="clip").predict(far)
+    tree = model.tree_
+    # Bound of every leaf model over its box, from the box corners.
+    bound = max(
+        abs(tree.intercept[leaf]) + np.sum(np.abs(tree.coef[leaf]) * np.maximum(
+            np.abs(np.where(np.isinf(tree.box_lower[leaf]), 0, tree.box_lower[leaf])),
+            np.abs(np.where(np.isinf(tree.box_upper[leaf]), 0, tree.box_upper[leaf]))))
+        for leaf in model.leaf_ids_)
+    assert np.all(np.abs(clipped) <= bound)
+    assert np.abs(free).max() > 1e4 * bound
+    # Clipping equals applying the leaf model to the clipped row.
+    leaves = model.apply(far)
+    lo, hi = tree.box_lower[leaves], tree.box_upper[leaves]
+    manual = tree.intercept[leaves] + np.sum(np.clip(far, lo, hi) * tree.coef[leaves], axis=1)
+    np.testing.assert_allclose(clipped, manual, rtol=1e-12, atol=1e-9)
+    # Training rows lie in their leaf's box: identical predictions.
+    np.testing.assert_array_equal(model.predict(X),
+                                  model.set_params(extrapolation="none").predict(X))
+
+
+def test_boxes_survive_json_and_pickle(data):
+    X, y = data
+    model = CLARITreeRegressor(max_depth=2, extrapolation="clip",
+                               regression_features=[0, 1]).fit(X, y)
+    far = _far_rows(X)
+    text = json.dumps(to_dict(model), allow_nan=False)  # unbounded boxes are null
+    clone = from_dict(json.loads(text))
+    np.testing.assert_array_equal(clone.predict(far), model.predict(far))
+    np.testing.assert_array_equal(clone.tree_.box_lower, model.tree_.box_lower)
+    np.testing.assert_array_equal(clone.feature_importances_, model.feature_importances_)
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(again.predict(far), model.predict(far))
+    np.testing.assert_array_equal(again.tree_.target_upper, model.tree_.target_upper)
+
+
+def test_descriptions_without_boxes_still_load(data):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    data_dict = to_dict(model)
+    for name in ("box_lower", "box_upper", "target_lower", "target_upper", "model_share"):
+        del data_dict["tree"][name]
+    del data_dict["params"]["extrapolation"]
+    old = from_dict(data_dict)
+    assert np.all(np.isinf(old.tree_.box_lower))
+    # Without model shares only the split credits remain.
+    assert old.feature_importances_.sum() == pytest.approx(1.0)
+    far = _far_rows(X)
+    np.testing.assert_array_equal(old.set_params(extrapolation="clip").predict(far),
+                                  model.predict(far))
+
+
+def test_tree_rejects_inconsistent_boxes(data):
+    from clarytree._tree import Tree
+
+    X, y = data
+    arrays = CholeskyTreeRegressor(max_depth=1).fit(X, y).tree_.to_arrays()
+    bad = dict(arrays, box_lower=arrays["box_upper"] + 1.0)
+    with pytest.raises(ValueError, match="box_lower <= box_upper"):
+        Tree.from_arrays(bad)
+    with pytest.raises(ValueError, match="expected"):
+        Tree.from_arrays(dict(arrays, target_lower=np.zeros(1)))
+
+
+def test_extrapolation_parameter_is_validated(data):
+    X, y = data
+    with pytest.raises(ValueError, match="extrapolation"):
+        CholeskyTreeRegressor(extrapolation="wild").fit(X, y)
+
+
+# --------------------------------------------------------------------------
+# SQL through sqlite3 and Python through exec
+# --------------------------------------------------------------------------
+
+
+def _sqlite_predict(sql_for_table, frame, columns):
+    db = sqlite3.connect(":memory:")
+    cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    db.execute(f"CREATE TABLE t ({cols})")
+    rows = [[None if (isinstance(v, float) and v != v) else v for v in row]
+            for row in frame]
+    db.executemany(f"INSERT INTO t VALUES ({', '.join('?' * len(columns))})", rows)
+    return [r[0] for r in db.execute(sql_for_table)]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "ansi", "postgres"])
+@pytest.mark.parametrize("extrapolation", ["none", "clip"])
+def test_sql_reproduces_predict_in_sqlite(data, dialect, extrapolation):
+    X, y = data
+    rows = np.vstack([X[::5], _far_rows(X)])
+    names = [f"x[{j}]" for j in range(X.shape[1])]
+    for model in _models(X, y):
+        model.set_params(extrapolation=extrapolation)
+        sql = export_sql(model, table="t", dialect=dialect)
+        got = np.array(_sqlite_predict(sql, rows.tolist(), names), dtype=np.float64)
+        want = model.predict(rows)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+        # sqlite parses these literals exactly: in fact bit for bit.
+        np.testing.assert_array_equal(got, want)
+
+
+def test_sql_expression_and_names(data):
+    X, y = data
+    frame = pd.DataFrame(X, columns=["a", 'b"q', "c", "d"])
+    model = CholeskyTreeRegressor(max_depth=2).fit(frame, y)
+    expr = export_sql(model, table=None)
+    assert expr.startswith("CASE") and expr.endswith("END")
+    assert '"b""q"' in expr
+    sql = f'SELECT {expr} FROM t'
+    got = _sqlite_predict(sql, X.tolist(), list(frame.columns))
+    np.testing.assert_array_equal(got, model.predict(frame))
+    with pytest.raises(ValueError, match="dialect"):
+        export_sql(model, dialect="oracle")
+    with pytest.raises(TypeError, match="table"):
+        export_sql(model, table="")
+
+
+@pytest.mark.parametrize("extrapolation", ["none", "clip"])
+def test_python_export_reproduces_predict_exactly(data, extrapolation):
+    X, y = data
+    rows = np.vstack([X, _far_rows(X)])
+    for model in _models(X, y):
+        model.set_params(extrapolation=extrapolation)
+        source = export_python(model, function_name="score_row")
+        assert "import" not in source
+        namespace = {}
+        exec(compile(source, "<clarytree>", "exec"), namespace)
+        got = np.array([namespace["score_row"](row) for row in rows.tolist()])
+        np.testing.assert_array_equal(got, model.predict(rows))
+
+
+def test_python_export_rejects_bad_names(data):
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    for bad in ("1x", "class", "a-b", ""):
+        with pytest.raises(ValueError, match="identifier"):
+            export_python(model, function_name=bad)
+
+
+# --------------------------------------------------------------------------
+# MBNDT multiway trees (raw columns: NaN, categories, unseen levels)
+# --------------------------------------------------------------------------
+
+
+MBNDT_FAST = dict(max_depth=2, n_branches=3, n_restarts=1, stage1_epochs=3, max_epochs=15,
+                  patience=5, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def mixed_frame():
+    rng = np.random.default_rng(0)
+    n = 300
+    a = rng.normal(size=n)
+    b = rng.uniform(0, 10, size=n)
+    color = rng.choice(["red", "green", "blue"], size=n).astype(object)
+    city = rng.choice([f"c{k}" for k in range(14)], size=n).astype(object)
+    signal = 2 * a + 2 * (color == "red") - 1.5 * (b > 5) + 2 * np.isin(city, ["c1", "c2"])
+    a[rng.random(n) < 0.1] = np.nan
+    color[rng.random(n) < 0.1] = None
+    X = pd.DataFrame({"a": a, "b": b, "color": color, "city": city})
+    return X, signal
+
+
+def _new_rows(X):
+    """Rows the models never saw: unseen levels, missing values everywhere."""
+    rows = X.iloc[:40].copy()
+    rows.loc[rows.index[:10], "color"] = "purple"
+    rows.loc[rows.index[10:20], "city"] = None
+    rows.loc[rows.index[20:30], "b"] = np.nan
+    rows.loc[rows.index[30:], "a"] = 1e9
+    return pd.concat([X, rows], ignore_index=True)
+
+
+def _check_mbndt_exports(model, rows):
+    want = model.predict(rows)
+    db = sqlite3.connect(":memory:")
+    rows.to_sql("t", db, index=False)
+    got = [r[0] for r in db.execute(export_sql(model))]
+    assert list(got) == list(want)
+    namespace = {}
+    exec(export_python(model), namespace)
+    records = rows.astype(object).where(rows.notna(), None).to_numpy().tolist()
+    assert [namespace["predict"](r) for r in records] == list(want)
+    # NaN instead of None reads the same.
+    raw = rows.to_numpy(dtype=object).tolist()
+    assert [namespace["predict"](r) for r in raw] == list(want)
+    assert [namespace["_leaf"](r) for r in raw] == list(model.apply(rows))
+    return namespace
+
+
+def test_mbndt_regressor_exports_and_explain(mixed_frame):
+    pytest.importorskip("torch")
+    from clarytree.mbndt import MBNDTRegressor
+
+    X, signal = mixed_frame
+    model = MBNDTRegressor(**MBNDT_FAST).fit(X, signal)
+    rows = _new_rows(X)
+    _check_mbndt_exports(model, rows)
+    table = explain(model, rows)
+    np.testing.assert_array_equal(table["prediction"], model.predict(rows))
+    np.testing.assert_array_equal(table["intercept"], model.predict(rows))
+    assert (table[["a", "b", "color", "city"]].to_numpy() == 0).all()
+
+
+def test_mbndt_classifier_exports(mixed_frame):
+    pytest.importorskip("torch")
+    from clarytree.mbndt import MBNDTClassifier
+
+    X, signal = mixed_frame
+    labels = np.where(signal > 0.5, "yes", "no")
+    model = MBNDTClassifier(**MBNDT_FAST).fit(X, labels)
+    rows = _new_rows(X)
+    namespace = _check_mbndt_exports(model, rows)
+    proba = [namespace["predict_proba"](r) for r in rows.to_numpy(dtype=object).tolist()]
+    np.testing.assert_array_equal(np.array(proba), model.predict_proba(rows))
+    with pytest.raises(TypeError, match="regressor"):
+        explain(model, rows)
+
+
+# --------------------------------------------------------------------------
+# PostgreSQL (a real server when this machine has one; skipped otherwise)
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A throwaway PostgreSQL server on a Unix socket; yields a query runner."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    tools = {name: shutil.which(name) or next(
+        (str(p) for p in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))), None)
+        for name in ("initdb", "pg_ctl", "psql")}
+    if None in tools.values():
+        pytest.skip("PostgreSQL server binaries not installed")
+    # Not under pytest's tmp_path: its root-only parents would lock the server out.
+    folder = Path(tempfile.mkdtemp(prefix="clarytree-pg-"))
+    prefix = []
+    if os.geteuid() == 0:  # the server refuses to run as root
+        runuser = shutil.which("runuser")
+        try:
+            import pwd
+
+            pwd.getpwnam("postgres")
+        except KeyError:
+            runuser = None
+        if runuser is None:
+            shutil.rmtree(folder)
+            pytest.skip("running as root without a 'postgres' user to run the server")
+        shutil.chown(folder, "postgres")
+        prefix = [runuser, "-u", "postgres", "--"]
+    data, sock = folder / "data", folder
+    env = dict(os.environ, LC_ALL="C")
+
+    def run(*cmd, **kw):
+        return subprocess.run([*prefix, *cmd], capture_output=True, text=True, env=env,
+                              timeout=120, **kw)
+
+    made = run(tools["initdb"], "-D", str(data), "-A", "trust", "-U", "postgres")
+    if made.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"initdb failed: {made.stderr.strip()[:200]}")
+    started = run(tools["pg_ctl"], "-D", str(data), "-w", "-l", str(folder / "log"), "-o",
+                  f"-k {sock} -c listen_addresses='' -F", "start")
+    if started.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"pg_ctl start failed: {started.stderr.strip()[:200]}")
+
+    def query(sql):
+        out = run(tools["psql"], "-h", str(sock), "-U", "postgres", "-X", "-q", "-A", "-t",
+                  "-v", "ON_ERROR_STOP=1", "-d", "postgres", input=sql)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    try:
+        yield query
+    finally:
+        run(tools["pg_ctl"], "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "ansi"])
+def test_sql_reproduces_predict_in_postgres(data, postgres, dialect):
+    X, y = data
+    rows = np.vstack([X[::5], _far_rows(X)])
+    names = [f"x[{j}]" for j in range(X.shape[1])]
+    columns = ", ".join(f'"{n}" DOUBLE PRECISION' for n in names)
+    values = ",\n".join(f"({i}, " + ", ".join(repr(float(v)) for v in row) + ")"
+                         for i, row in enumerate(rows))
+    for model in _models(X, y):
+        for extrapolation in ("none", "clip"):
+            model.set_params(extrapolation=extrapolation)
+            # extra_float_digits=3 prints every double exactly (round trip).
+            out = postgres(
+                "SET extra_float_digits = 3;\n"
+                f"DROP TABLE IF EXISTS t; CREATE TABLE t (id INTEGER, {columns});\n"
+                f"INSERT INTO t VALUES {values};\n"
+                + export_sql(model, table="t ORDER BY id", dialect=dialect) + ";\n")
+            got = np.array([float(v) for v in out.split()])
+            np.testing.assert_allclose(got, model.predict(rows), rtol=1e-12, atol=0)
+
+
+# --------------------------------------------------------------------------
+# Categorical columns and missing values (CLARITree family)
+# --------------------------------------------------------------------------
+
+
+def _mixed_table(seed=0, n=600):
+    rng = np.random.default_rng(seed)
+    color = rng.choice(["red", "green", "blue", "black", "white", "grey"], size=n,
+                       p=[0.3, 0.3, 0.2, 0.1, 0.06, 0.04]).astype(object)
+    size = pd.Categorical(rng.choice(["S", "M", "L"], size=n), categories=["S", "M", "L"])
+    flag = rng.random(n) < 0.5
+    x = rng.normal(size=n)
+    z = rng.normal(size=n)
+    y = (np.where(np.isin(color, ["red", "blue", "white"]), 2 * z, -z) + flag
+         + x * (np.asarray(size) == "L") + np.where(np.isnan(x), 1.5, 0.0)
+         + 0.1 * rng.normal(size=n))
+    x[rng.random(n) < 0.2] = np.nan
+    z[rng.random(n) < 0.05] = np.nan
+    color[rng.random(n) < 0.1] = None
+    return pd.DataFrame({"color": color, "size": size, "flag": flag, "x": x, "z": z}), y
+
+
+def _mixed_rows(X):
+    """Training rows plus unseen levels, missing values and far-away numbers."""
+    extra = X.iloc[:60].copy()
+    extra["color"] = extra["color"].astype(object)
+    extra.loc[extra.index[:10], "color"] = "purple"
+    extra.loc[extra.index[10:20], "x"] = np.nan
+    extra.loc[extra.index[20:30], "z"] = np.nan
+    extra.loc[extra.index[30:40], "size"] = np.nan
+    extra.loc[extra.index[40:], ["x", "z"]] = [[1e6, -1e6]] * 20
+    rows = pd.concat([X, extra], ignore_index=True)
+    rows["size"] = pd.Categorical(rows["size"], categories=["S", "M", "L"])
+    return rows
+
+
+@pytest.fixture(scope="module")
+def mixed_models():
+    X, y = _mixed_table()
+    models = [CLARITreeRegressor(max_depth=3).fit(X, y),
+              CholeskyTreeRegressor(max_depth=4, min_category_weight=50).fit(X, y),
+              CholeskyTreeRegressor(max_depth=3, leaf_model="constant").fit(X, y)]
+    return models, X, y
+
+
+def test_mixed_models_use_categorical_and_missing_splits(mixed_models):
+    models, X, _ = mixed_models
+    tree = models[0].tree_
+    internal = tree.children_left >= 0
+    assert tree.is_categorical[internal].any()
+    assert models[1].merged_categories_[0]          # rare colors merged
+    assert any(m.tree_.missing_go_left[m.tree_.children_left >= 0].any() for m in models)
+    assert np.isnan(X["x"]).any() and models[0].tree_.coef[:, 3].any()
+
+
+@pytest.mark.parametrize("extrapolation", ["none", "clip"])
+def test_mixed_contributions_and_exports_are_exact(mixed_models, extrapolation):
+    models, X, _ = mixed_models
+    rows = _mixed_rows(X)
+    names = list(X.columns)
+    records = rows.astype(object).to_numpy().tolist()
+    db = sqlite3.connect(":memory:")
+    rows.to_sql("t", db, index=False)
+    for model in models:
+        model.set_params(extrapolation=extrapolation)
+        want = model.predict(rows)
+        table = explain(model, rows)
+        np.testing.assert_array_equal(table["prediction"].to_numpy(), want)
+        np.testing.assert_array_equal(_left_to_right(table, names), want)
+        # A missing regression value contributes coef * fill_value.
+        missing_x = rows["x"].isna().to_numpy()
+        leaves = table["leaf"].to_numpy()
+        if extrapolation == "none":
+            np.testing.assert_array_equal(
+                table["x"].to_numpy()[missing_x],
+                model.tree_.coef[leaves[missing_x], 3] * model.tree_.fill_value[3])
+        for dialect in ("sqlite", "ansi"):
+            got = [r[0] for r in db.execute(export_sql(model, dialect=dialect))]
+            np.testing.assert_array_equal(np.array(got, dtype=float), want)
+        namespace = {}
+        exec(export_python(model), namespace)
+        np.testing.assert_array_equal([namespace["predict"](r) for r in records], want)
+
+
+def test_mixed_rules_hold_for_the_rows_they_explain(mixed_models):
+    models, X, _ = mixed_models
+    model = models[0]
+    table = explain(model, X)
+    leaf_rules = leaf_table(model, exact_thresholds=True)
+    expected = dict(zip(leaf_rules["leaf"], leaf_rules["rule"], strict=True))
+    assert [expected[leaf] for leaf in table["leaf"]] == list(table["rule"])
+    assert any(" in {" in rule for rule in table["rule"])
+
+
+def test_mixed_importances_credit_the_categorical_split(mixed_models):
+    models, X, y = mixed_models
+    imp = dict(zip(X.columns, models[0].feature_importances_, strict=True))
+    assert sum(imp.values()) == pytest.approx(1.0)
+    # color decides the sign of the z slope: both carry the model.
+    assert imp["color"] > 0.1 and imp["z"] > 0.1
+    assert imp["color"] + imp["z"] > imp["flag"] + imp["size"]
+
+
+def _pg_literal(value):
+    if value is None or (isinstance(value, float) and value != value):
+        return "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(float(value))
+
+
+def test_mixed_sql_reproduces_predict_in_postgres(mixed_models, postgres):
+    models, X, _ = mixed_models
+    rows = _mixed_rows(X)
+    records = rows.astype(object).to_numpy().tolist()
+    values = ",\n".join(f"({i}, " + ", ".join(_pg_literal(v) for v in r) + ")"
+                         for i, r in enumerate(records))
+    # Booleans as numbers: PostgreSQL does not compare boolean with numeric.
+    setup = ("SET extra_float_digits = 3;\nDROP TABLE IF EXISTS m;\n"
+             'CREATE TABLE m (id INTEGER, "color" TEXT, "size" TEXT, '
+             '"flag" DOUBLE PRECISION, "x" DOUBLE PRECISION, "z" DOUBLE PRECISION);\n'
+             f"INSERT INTO m VALUES {values};\n")
+    for model in models:
+        for extrapolation in ("none", "clip"):
+            model.set_params(extrapolation=extrapolation)
+            out = postgres(setup + export_sql(model, table="m ORDER BY id",
+                                              dialect="postgres") + ";\n")
+            got = np.array([float(v) for v in out.split()])
+            np.testing.assert_allclose(got, model.predict(rows), rtol=1e-12, atol=0)
