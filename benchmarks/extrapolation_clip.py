@@ -61,6 +61,8 @@ def main(argv=None):
     import numpy as np
     from joblib import Parallel, delayed
 
+    import clarytree  # noqa: F401  (builds an editable install before the clock starts)
+
     tables = regression_datasets(args.data_dir)
     if args.datasets:
         wanted = set(args.datasets.split(","))

@@ -92,7 +92,7 @@ def node_statistics(tree, X, y, features, scale=1.0, sample_weight=None):
         centred = terms - (wr @ terms) / wr.sum()
         share[node, used] = centred.T @ (wr * (fitted - (wr @ fitted) / wr.sum()))
     unit = scale * scale  # a Python float: inf rather than an overflow error
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf stays 0 below
         share = np.where(share == 0.0, 0.0, share * unit)
     return {"box_lower": lower, "box_upper": upper, "target_lower": y_lower,
             "target_upper": y_upper, "model_share": share}
