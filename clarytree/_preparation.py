@@ -240,6 +240,33 @@ def _lookup_codes(values, known, codes_of_known):
 # --------------------------------------------------------------------------
 
 
+def validate_sample_weight(sample_weight, n):
+    """``sample_weight`` as a float64 array of shape ``(n,)``, or None.
+
+    A scalar is broadcast.  Raises ``ValueError`` for a wrong shape, a
+    non-numeric, non-finite or negative weight, or weights summing to zero.
+    Shared by the core estimators and the MBNDT estimators.
+    """
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    try:
+        w = np.asarray(w, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("sample_weight must be numeric") from None
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight must be finite (no NaN or inf)")
+    if np.any(w < 0):
+        raise ValueError("sample_weight must be non-negative")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight must not be all zero: its sum must be positive")
+    return w
+
+
 class PreparedData:
     """What one fit hands to the core (not kept after ``fit``).
 
@@ -448,24 +475,7 @@ class Preparation:
     # -- fit ---------------------------------------------------------------
 
     def _validate_weight(self, sample_weight, n):
-        if sample_weight is None:
-            return None
-        w = np.asarray(sample_weight)
-        if w.ndim == 0:
-            w = np.full(n, float(w))
-        try:
-            w = np.asarray(w, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError("sample_weight must be numeric") from None
-        if w.ndim != 1 or w.shape[0] != n:
-            raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
-        if not np.all(np.isfinite(w)):
-            raise ValueError("sample_weight must be finite (no NaN or inf)")
-        if np.any(w < 0):
-            raise ValueError("sample_weight must be non-negative")
-        if not w.sum() > 0:
-            raise ValueError("sample_weight must not be all zero: its sum must be positive")
-        return w
+        return validate_sample_weight(sample_weight, n)
 
     def fit(self, estimator, X, y, sample_weight=None, max_hist_bins=256):
         """Validate and prepare one training set.

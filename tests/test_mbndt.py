@@ -463,3 +463,62 @@ def test_namespace_is_the_public_api():
     assert sorted(dir(mbndt)) == sorted(mbndt.__all__)
     assert set(mbndt.__all__) == {"MBNDTClassifier", "MBNDTRegressor", "export_text"}
     assert mbndt.export_text is clarytree.export_text
+
+
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_bad_sample_weight_is_rejected(Est):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = np.arange(20) % 2
+    est = Est(**FAST, random_state=0)
+    for w, msg in [(np.ones(19), "shape"), (np.r_[-1.0, np.ones(19)], "non-negative"),
+                   (np.r_[np.nan, np.ones(19)], "finite"), (np.zeros(20), "all zero"),
+                   (np.ones((20, 2)), "shape")]:
+        with pytest.raises(ValueError, match=msg):
+            est.fit(X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_unit_sample_weight_is_no_weight(Est):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=120) > 0).astype(int)
+    a = Est(**FAST, random_state=3).fit(X, y)
+    b = Est(**FAST, random_state=3).fit(X, y, sample_weight=np.ones(120))
+    assert a.model_state_.keys() == b.model_state_.keys()
+    for k in a.model_state_:
+        np.testing.assert_array_equal(a.model_state_[k], b.model_state_[k])
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def _clean_and_flipped(n=160, seed=0):
+    """Clean rows with y = [x0 > 0] and two copies of them with the label flipped."""
+    rng = np.random.default_rng(seed)
+    X = np.c_[rng.uniform(-1, 1, n), rng.normal(size=n)]
+    X = X[np.abs(X[:, 0]) > 0.1]          # a margin around the step
+    y = (X[:, 0] > 0).astype(int)
+    return X, y, np.r_[X, X, X], np.r_[y, 1 - y, 1 - y]
+
+
+def test_sample_weight_down_weights_contradicting_rows_classifier():
+    X, y, X_all, y_all = _clean_and_flipped()
+    n = X.shape[0]
+    # The flipped copies outnumber the clean rows 2:1; weighted 0.1 each they
+    # carry 0.2 of the clean rows' weight, so the weighted fit follows the clean
+    # labels and the unweighted one the flipped labels.
+    w = np.r_[np.ones(n), np.full(2 * n, 0.1)]
+    weighted = MBNDTClassifier(**FAST, random_state=0).fit(X_all, y_all, sample_weight=w)
+    plain = MBNDTClassifier(**FAST, random_state=0).fit(X_all, y_all)
+    assert np.mean(weighted.predict(X) == y) > 0.95
+    assert np.mean(plain.predict(X) == y) < 0.05
+
+
+def test_zero_sample_weight_rows_do_not_count_regressor():
+    X, y, X_all, _ = _clean_and_flipped()
+    n = X.shape[0]
+    y_all = np.r_[y.astype(float), np.full(2 * n, 100.0)]
+    w = np.r_[np.ones(n), np.zeros(2 * n)]
+    weighted = MBNDTRegressor(**FAST, random_state=0).fit(X_all, y_all, sample_weight=w)
+    plain = MBNDTRegressor(**FAST, random_state=0).fit(X_all, y_all)
+    assert np.max(np.abs(weighted.predict(X) - y)) < 0.25
+    assert np.min(np.abs(plain.predict(X) - y)) > 10

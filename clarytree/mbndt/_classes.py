@@ -18,6 +18,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._preparation import validate_sample_weight
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
     build_preprocessor,
@@ -132,8 +133,14 @@ class _BaseMBNDT(BaseEstimator):
         return raw_table(X, self._column_kinds)
 
     # ----------------------------------------------------------------- fit
-    def _fit(self, X, y_task, task, n_outputs, leaf_value, target_type, y_encode):
-        """Preprocess, train and export.  ``y_task`` is what the network learns."""
+    def _fit(self, X, y_task, task, n_outputs, leaf_value, target_type, y_encode,
+             sample_weight=None):
+        """Preprocess, train and export.  ``y_task`` is what the network learns.
+
+        ``sample_weight`` (validated, or None) weights the training loss and the
+        early-stopping metrics; rows of weight 0 are left out of the split,
+        the initialization and training (preprocessing still sees them).
+        """
         n_int_leaves = self.n_branches**self.max_depth
         if n_int_leaves > _MAX_NOMINAL_LEAVES:
             raise ValueError(
@@ -158,7 +165,12 @@ class _BaseMBNDT(BaseEstimator):
         if xt.shape[1] == 0:
             raise ValueError("No usable feature after preprocessing.")
 
-        tr_idx, va_idx = self._split(y_task, task, split_seed)
+        pos = (np.arange(y_task.shape[0]) if sample_weight is None
+               else np.flatnonzero(sample_weight > 0))
+        tr_idx, va_idx = self._split(y_task[pos], task, split_seed)
+        tr_idx, va_idx = pos[tr_idx], pos[va_idx]
+        w_tr, w_va = ((None, None) if sample_weight is None
+                      else (sample_weight[tr_idx], sample_weight[va_idx]))
         bs = (training.auto_batch_size(tr_idx.size) if self.batch_size == "auto"
               else int(self.batch_size))
         cfg = training.TrainConfig(
@@ -171,7 +183,7 @@ class _BaseMBNDT(BaseEstimator):
             feature_init=self.feature_init, device=self.device, verbose=self.verbose)
         state, info = training.train_mbndt(
             xt_fit[tr_idx], y_task[tr_idx], xt_fit[va_idx], y_task[va_idx], task, n_outputs,
-            cfg, torch_seed)
+            cfg, torch_seed, w_tr, w_va)
 
         from ._model import torch_hard_branches
         from ._prune import build_tree
@@ -338,6 +350,12 @@ _NOTES_DOC = """
     - Target-encoded columns are cross-fitted for training and use the
       deployment encoding (full-training-set encodings) for pruning and export.
     - On CPU, training runs single-threaded (restoring the torch setting).
+    - ``sample_weight`` multiplies each row's loss term (normalized by the
+      weight sum; for classification the class balancing uses weighted class
+      totals) and weights the validation metrics used for restart selection
+      and early stopping.  Rows of weight 0 are left out of training entirely.
+      Preprocessing (imputation, scaling, encoders), the "gain" feature
+      initialization and the validation split are unweighted.
 """
 
 _COMMON_ATTRS_DOC = """
@@ -383,7 +401,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
 
     _is_regressor = False
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train the tree on ``(X, y)`` and export it.
 
         Parameters
@@ -392,6 +410,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
             Numeric and/or categorical features; missing values allowed.
         y : array-like of shape (n_samples,)
             Class labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative, finite row weights (None: all 1); see Notes.
 
         Returns
         -------
@@ -399,6 +419,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         """
         validate_params(self)
         X, y = self._validate_fit_input(X, y)
+        sample_weight = validate_sample_weight(sample_weight, X.shape[0])
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         n_classes = self.classes_.shape[0]
@@ -416,7 +437,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
             def leaf_value(logit):
                 e = np.exp(logit - logit.max())
                 return e / e.sum()
-        return self._fit(X, y_idx, task, n_out, leaf_value, target_type, y_idx)
+        return self._fit(X, y_idx, task, n_out, leaf_value, target_type, y_idx,
+                         sample_weight)
 
     def predict_proba(self, X):
         """Class probabilities of the leaf each sample reaches.
@@ -462,7 +484,7 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
 
     _is_regressor = True
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train the tree on ``(X, y)`` and export it.
 
         Parameters
@@ -470,6 +492,8 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Real-valued target (finite).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative, finite row weights (None: all 1); see Notes.
 
         Returns
         -------
@@ -477,8 +501,11 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         """
         validate_params(self)
         X, y = self._validate_fit_input(X, y)
+        sample_weight = validate_sample_weight(sample_weight, X.shape[0])
         y = np.asarray(y, dtype=np.float64)
-        mean, std = float(y.mean()), float(y.std())
+        # Standardize on the rows that are trained on (weight > 0).
+        y_fit = y if sample_weight is None else y[sample_weight > 0]
+        mean, std = float(y_fit.mean()), float(y_fit.std())
         std = std if std > 0 else 1.0
         self.y_mean_, self.y_std_ = mean, std
         z = (y - mean) / std
@@ -486,7 +513,7 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         def leaf_value(logit):
             return np.array([logit[0] * std + mean])
 
-        return self._fit(X, z, "regression", 1, leaf_value, "continuous", z)
+        return self._fit(X, z, "regression", 1, leaf_value, "continuous", z, sample_weight)
 
     def predict(self, X):
         """Value of the leaf each sample reaches.

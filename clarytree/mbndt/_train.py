@@ -56,16 +56,20 @@ def auto_batch_size(n):
 class _Task:
     """Loss and validation score of one learning task, vectorized over restarts."""
 
-    def __init__(self, kind, y, n_classes, device):
+    def __init__(self, kind, y, n_classes, device, sample_weight=None):
         self.kind = kind
+        sw = (np.ones(len(y)) if sample_weight is None
+              else np.asarray(sample_weight, dtype=np.float64))
+        self.sample_weight = torch.as_tensor(sw, dtype=torch.float32, device=device)
         if kind == "regression":
             self.y = torch.as_tensor(y, dtype=torch.float32, device=device)
-            self.weight = None
         else:
             yy = np.asarray(y, dtype=np.int64)
-            counts = np.bincount(yy, minlength=n_classes).astype(np.float64)
-            # Class-balanced weights n / (C * n_c): every class carries equal total weight.
-            w = yy.size / (n_classes * np.maximum(counts, 1.0))
+            totals = np.bincount(yy, weights=sw, minlength=n_classes)
+            # Class-balanced weights W / (C * W_c) from weighted class totals: every
+            # class carries equal total weight (0 for a class without weight here).
+            w = np.divide(sw.sum(), n_classes * totals, out=np.zeros(n_classes),
+                          where=totals > 0)
             self.class_weight = torch.as_tensor(w, dtype=torch.float32, device=device)
             self.y = torch.as_tensor(yy, device=device)
             self.n_classes = n_classes
@@ -73,9 +77,11 @@ class _Task:
     def loss(self, out, idx=None):
         """Mean loss per restart, shape (R,).  ``out`` is (R, n, n_outputs)."""
         y = self.y if idx is None else self.y[idx]
+        sw = self.sample_weight if idx is None else self.sample_weight[idx]
         if self.kind == "regression":
-            return ((out[..., 0] - y) ** 2).mean(1)
-        w = self.class_weight[y]
+            # clamp: a minibatch of zero-weight rows contributes a zero loss, not NaN.
+            return ((out[..., 0] - y) ** 2 * sw).sum(1) / sw.sum().clamp_min(1e-12)
+        w = self.class_weight[y] * sw
         if self.kind == "binary":
             target = y.to(out.dtype).expand(out.shape[0], -1)
             lv = F.binary_cross_entropy_with_logits(out[..., 0], target, reduction="none")
@@ -83,20 +89,23 @@ class _Task:
             R, n, C = out.shape
             lv = F.cross_entropy(out.reshape(R * n, C), y.repeat(R), reduction="none")
             lv = lv.view(R, n)
-        return (lv * w).sum(1) / w.sum()
+        return (lv * w).sum(1) / w.sum().clamp_min(1e-12)
 
     def score(self, out):
         """Validation score per restart (higher is better), shape (R,)."""
+        sw = self.sample_weight
         if self.kind == "regression":
             y = self.y
-            sst = ((y - y.mean()) ** 2).sum().clamp_min(1e-12)
-            return 1.0 - ((out[..., 0] - y) ** 2).sum(1) / sst
+            y_mean = (sw * y).sum() / sw.sum().clamp_min(1e-12)
+            sst = (sw * (y - y_mean) ** 2).sum().clamp_min(1e-12)
+            return 1.0 - ((out[..., 0] - y) ** 2 * sw).sum(1) / sst
         if self.kind == "binary":
             pred = (out[..., 0] > 0).long()
         else:
             pred = out.argmax(-1)
         correct = (pred == self.y).to(out.dtype)  # (R, n)
-        onehot = F.one_hot(self.y, self.n_classes).to(out.dtype)  # (n, C)
+        # Weighted balanced accuracy: per-class weighted recall, averaged.
+        onehot = F.one_hot(self.y, self.n_classes).to(out.dtype) * sw[:, None]  # (n, C)
         present = onehot.sum(0) > 0
         recall = (correct @ onehot)[:, present] / onehot.sum(0)[present]
         return recall.mean(1)
@@ -197,7 +206,7 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
     return best_states, best_loss, best_score, epoch + 1
 
 
-def train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
+def train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr=None, w_va=None):
     """Fit one MBNDT tree; see :func:`_train_mbndt`.
 
     On CPU the fit runs single-threaded: every operation of a shallow tree is
@@ -205,16 +214,16 @@ def train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
     several times the single-thread run time).  The caller's setting is restored.
     """
     if not str(cfg.device).startswith("cpu"):
-        return _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed)
+        return _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr, w_va)
     prev = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed)
+        return _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr, w_va)
     finally:
         torch.set_num_threads(prev)
 
 
-def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
+def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr=None, w_va=None):
     """Fit one MBNDT tree and return its parameters as float64 numpy arrays.
 
     Parameters
@@ -229,6 +238,11 @@ def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
     cfg : TrainConfig
     seed : int
         Seed of the initialization and minibatch order.
+    w_tr, w_va : ndarray of float or None
+        Sample weights of the training / early-stopping rows (None: all 1).
+        Each row's loss term (and its share of the class totals that set the
+        class balancing) is multiplied by its weight; validation scores are
+        weighted too.
 
     Returns
     -------
@@ -251,9 +265,9 @@ def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed):
     model.load_numpy(states)
     xt = torch.as_tensor(np.ascontiguousarray(x_tr, dtype=np.float32), device=device)
     xv = torch.as_tensor(np.ascontiguousarray(x_va, dtype=np.float32), device=device)
-    task_tr = _Task(task, y_tr, n_classes, device)
+    task_tr = _Task(task, y_tr, n_classes, device, w_tr)
     # Validation loss uses the training class weights so both stages see one objective.
-    task_va = _Task(task, y_va, n_classes, device)
+    task_va = _Task(task, y_va, n_classes, device, w_va)
     if task != "regression":
         task_va.class_weight = task_tr.class_weight
     budget = _Budget(cfg, cfg.n_restarts, device)
