@@ -124,7 +124,10 @@ def test_progress_callback_exception_propagates():
 
 
 CHILD = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    # A child started from a background job inherits SIGINT as ignored, and
+    # Python then installs no handler: restore the interactive default.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from clarytree import CLARITreeRegressor
     from clarytree.datasets import make_piecewise_linear
     X, y = make_piecewise_linear(n_samples=20000, n_features=6, noise=0.5,
