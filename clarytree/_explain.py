@@ -58,39 +58,8 @@ def node_statistics(tree, X, y, features, scale=1.0, sample_weight=None):
         all-missing columns), ``target_lower``, ``target_upper`` and
         ``model_share`` (see :func:`feature_importances`), for every node.
     """
-    count, n_features = tree.node_count, tree.n_features
-    lower = np.full((count, n_features), -np.inf)
-    upper = np.full((count, n_features), np.inf)
-    y_lower = np.full(count, -np.inf)
-    y_upper = np.full(count, np.inf)
-    share = np.zeros((count, n_features))
-    features = np.asarray(features, dtype=np.intp)
-    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
-    # The leaf models read a missing value as its fill value.
-    filled = np.where(np.isnan(X), np.asarray(tree.fill_value), X)
-    paths = tree.decision_path(X).tocsc()
-    for node in range(count):
-        rows = paths.indices[paths.indptr[node]:paths.indptr[node + 1]]
-        if rows.size == 0:  # never from fit: every node holds training rows
-            continue
-        block = X[np.ix_(rows, features)]
-        seen = ~np.isnan(block)
-        lower[node, features] = np.where(seen.any(axis=0),
-                                         np.min(np.where(seen, block, np.inf), axis=0),
-                                         -np.inf)
-        upper[node, features] = np.where(seen.any(axis=0),
-                                         np.max(np.where(seen, block, -np.inf), axis=0),
-                                         np.inf)
-        y_lower[node] = np.min(y[rows])
-        y_upper[node] = np.max(y[rows])
-        # The node's own model on its rows, in units of y / scale.
-        coef = np.asarray(tree.coef[node]) / scale
-        used = np.flatnonzero(coef)
-        terms = filled[np.ix_(rows, used)] * coef[used]
-        fitted = terms.sum(axis=1)
-        wr = w[rows]
-        centred = terms - (wr @ terms) / wr.sum()
-        share[node, used] = centred.T @ (wr * (fitted - (wr @ fitted) / wr.sum()))
+    lower, upper, y_lower, y_upper, share = tree.training_statistics(
+        X, y, features, scale, sample_weight)
     unit = scale * scale  # a Python float: inf rather than an overflow error
     with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf stays 0 below
         share = np.where(share == 0.0, 0.0, share * unit)

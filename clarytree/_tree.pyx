@@ -379,6 +379,131 @@ cdef class Tree:
                 outv[i] = self._leaf_value(Xv, i, leaves[i], clip, terms, True)
         return leaves_arr, terms_arr, out
 
+    def training_statistics(self, X, y, features, double scale=1.0, sample_weight=None):
+        """Training statistics of every node, in one nogil pass per row.
+
+        See :func:`clarytree._explain.node_statistics` for their meaning.
+        Each row walks its path from the root; the shares are centred with
+        the node's weighted means from a first pass (two passes, as a
+        centred sum of products is exact where the raw-moment formula
+        cancels).
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (node_count, n_features)
+        y_lower, y_upper : ndarray of shape (node_count,)
+        share : ndarray of shape (node_count, n_features)
+            In units of ``(y / scale) ** 2``.
+        """
+        X = self._check_input(X)
+        cdef Py_ssize_t n = X.shape[0], count = self.node_count, p = self.n_features
+        y_arr = np.ascontiguousarray(y, dtype=np.float64)
+        w_arr = (np.ones(n) if sample_weight is None
+                 else np.ascontiguousarray(sample_weight, dtype=np.float64))
+        feat_arr = np.ascontiguousarray(features, dtype=np.intp)
+        if y_arr.shape[0] != n or w_arr.shape[0] != n:
+            raise ValueError("X, y and sample_weight need the same number of rows")
+        if feat_arr.size and (feat_arr.min() < 0 or feat_arr.max() >= p):
+            raise ValueError(f"features must lie in [0, {p})")
+        # Each node's model terms: the columns with a nonzero coefficient,
+        # in units of y / scale.
+        coef = np.asarray(self.coef) / scale
+        used_ptr = np.zeros(count + 1, dtype=np.intp)
+        used_ptr[1:] = np.cumsum(np.count_nonzero(coef, axis=1))
+        used_idx = np.ascontiguousarray(np.nonzero(coef)[1], dtype=np.intp)
+        lower = np.full((count, p), np.inf)
+        upper = np.full((count, p), -np.inf)
+        y_lower = np.full(count, np.inf)
+        y_upper = np.full(count, -np.inf)
+        share = np.zeros((count, p))
+        weight = np.zeros(count)
+        mean_t = np.zeros((count, p))
+        mean_fit = np.zeros(count)
+        cdef const double[:, ::1] Xv = X
+        cdef const double[::1] yv = y_arr, wv = w_arr
+        cdef const Py_ssize_t[::1] fv = feat_arr, uptr = used_ptr, uidx = used_idx
+        cdef const double[:, ::1] cv = coef
+        cdef double[:, ::1] lo = lower, hi = upper, sh = share, mt = mean_t
+        cdef double[::1] ylo = y_lower, yhi = y_upper, wsum = weight, mfit = mean_fit
+        cdef Py_ssize_t i, node, k, j, n_feat = feat_arr.shape[0]
+        cdef double x, wi, fitted, t
+        with nogil:
+            # Pass 1: boxes, target range, weights and weighted sums.
+            for i in range(n):
+                wi = wv[i]
+                node = 0
+                while True:
+                    for k in range(n_feat):
+                        x = Xv[i, fv[k]]
+                        if not isnan(x):
+                            if x < lo[node, fv[k]]:
+                                lo[node, fv[k]] = x
+                            if x > hi[node, fv[k]]:
+                                hi[node, fv[k]] = x
+                    if yv[i] < ylo[node]:
+                        ylo[node] = yv[i]
+                    if yv[i] > yhi[node]:
+                        yhi[node] = yv[i]
+                    wsum[node] += wi
+                    fitted = 0.0
+                    for k in range(uptr[node], uptr[node + 1]):
+                        j = uidx[k]
+                        x = Xv[i, j]
+                        if isnan(x):
+                            x = self._fill[j]
+                        t = x * cv[node, j]
+                        mt[node, j] += wi * t
+                        fitted = fitted + t
+                    mfit[node] += wi * fitted
+                    if self._left[node] == TREE_LEAF:
+                        break
+                    if self._goes_left(node, Xv[i, self._feature[node]]):
+                        node = self._left[node]
+                    else:
+                        node = self._right[node]
+            for node in range(count):
+                if wsum[node] > 0.0:
+                    mfit[node] = mfit[node] / wsum[node]
+                    for k in range(uptr[node], uptr[node + 1]):
+                        mt[node, uidx[k]] = mt[node, uidx[k]] / wsum[node]
+            # Pass 2: centred sums of products (term share of the fit's spread).
+            for i in range(n):
+                wi = wv[i]
+                node = 0
+                while True:
+                    fitted = 0.0
+                    for k in range(uptr[node], uptr[node + 1]):
+                        j = uidx[k]
+                        x = Xv[i, j]
+                        if isnan(x):
+                            x = self._fill[j]
+                        fitted = fitted + x * cv[node, j]
+                    fitted = wi * (fitted - mfit[node])
+                    for k in range(uptr[node], uptr[node + 1]):
+                        j = uidx[k]
+                        x = Xv[i, j]
+                        if isnan(x):
+                            x = self._fill[j]
+                        sh[node, j] += (x * cv[node, j] - mt[node, j]) * fitted
+                    if self._left[node] == TREE_LEAF:
+                        break
+                    if self._goes_left(node, Xv[i, self._feature[node]]):
+                        node = self._left[node]
+                    else:
+                        node = self._right[node]
+        # Unseen (all missing) or nodes without rows: unbounded.
+        empty = lower > upper
+        lower[empty] = -np.inf
+        upper[empty] = np.inf
+        no_rows = y_lower > y_upper
+        y_lower[no_rows] = -np.inf
+        y_upper[no_rows] = np.inf
+        untracked = np.ones(p, dtype=bool)
+        untracked[feat_arr] = False
+        lower[:, untracked] = -np.inf
+        upper[:, untracked] = np.inf
+        return lower, upper, y_lower, y_upper, share
+
     def decision_path(self, X):
         """CSR indicator matrix (n_samples, node_count) of the nodes visited."""
         X = self._check_input(X)

@@ -222,6 +222,45 @@ def test_training_boxes_hold_leaf_extremes(data):
     assert tree.target_upper[0] == y.max()
 
 
+def test_node_statistics_match_a_per_node_reference():
+    # Every node (internal ones too) against statistics computed directly on
+    # the node's rows, with missing values, a categorical split column,
+    # weights and a column that is not a regression feature.
+    rng = np.random.default_rng(3)
+    X, y = make_piecewise_linear(n_samples=2000, n_features=5, random_state=4)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[:, 1] = np.where(np.isnan(X[:, 1]), np.nan, rng.integers(0, 4, X.shape[0]))
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    frame["b"] = frame["b"].astype("category")
+    w = rng.random(X.shape[0]) + 0.1
+    model = CholeskyTreeRegressor(max_depth=3, leaf_penalty=1e-4,
+                                  regression_features=["a", "c", "d"]).fit(frame, y, w)
+    tree = model.tree_
+    Xe = model._preparation.transform(model, frame)
+    paths = tree.decision_path(Xe).tocsc()
+    assert model.get_n_leaves() >= 4
+    for node in range(tree.node_count):
+        rows = paths.indices[paths.indptr[node]:paths.indptr[node + 1]]
+        for j in range(5):
+            column = Xe[rows, j]
+            if j in (0, 2, 3) and not np.isnan(column).all():
+                assert tree.box_lower[node, j] == np.nanmin(column)
+                assert tree.box_upper[node, j] == np.nanmax(column)
+            else:
+                assert tree.box_lower[node, j] == -np.inf
+                assert tree.box_upper[node, j] == np.inf
+        assert tree.target_lower[node] == y[rows].min()
+        assert tree.target_upper[node] == y[rows].max()
+        filled = np.where(np.isnan(Xe[rows]), tree.fill_value, Xe[rows])
+        terms = filled * tree.coef[node]
+        fitted = terms.sum(axis=1)
+        wr = w[rows]
+        cov = ((terms - np.average(terms, axis=0, weights=wr)).T
+               @ (wr * (fitted - np.average(fitted, weights=wr))))
+        np.testing.assert_allclose(tree.model_share[node], cov, rtol=1e-10,
+                                   atol=1e-12 * np.abs(cov).max())
+
+
 def test_clip_bounds_far_predictions_and_keeps_training_ones(data):
     X, y = data
     model = CLARITreeRegressor(max_depth=2).fit(X, y)
