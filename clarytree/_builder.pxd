@@ -56,6 +56,7 @@ cdef class BuildContext:
     cdef Py_ssize_t n_stats
     cdef Py_ssize_t levels
     cdef Py_ssize_t hist_size
+    cdef Py_ssize_t n_sides                  # statistics slots per depth (2 or 4)
 
     cdef Workspace* ws                       # n_workspaces, [0] the main thread's
     cdef Py_ssize_t n_workspaces
@@ -95,6 +96,8 @@ cdef class BuildContext:
     cdef double* hist(self, Workspace* ws, Py_ssize_t depth, int side) noexcept nogil
     cdef unsigned long long* keys(self, Workspace* ws, Py_ssize_t depth,
                                   int side) noexcept nogil
+    cdef void start_carry(self, Workspace* ws, CarryState* carry, Py_ssize_t depth,
+                          Py_ssize_t m) noexcept nogil
     cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
                      Py_ssize_t n_saved) except -1 nogil
     cdef int check(self) except -1 nogil

@@ -70,7 +70,8 @@ def workspace_bytes(Splitter splitter, Py_ssize_t max_depth, bint own_order=True
     cdef Py_ssize_t n = splitter.n_samples, levels = max_depth + 2
     cdef Py_ssize_t n_stats = splitter.n_stats, h = splitter.hist_size
     cdef Py_ssize_t q = splitter.criterion.q, block = splitter.gram_block
-    size = (levels * 2 * (h + 1) * n_stats * 8 + levels * 2 * h * 8
+    cdef Py_ssize_t sides = 4 if splitter.has_missing else 2
+    size = (levels * sides * (h + 1) * n_stats * 8 + levels * sides * h * 8
             + n * (4 + 1) + 4 * (splitter.n_orders + 1) * n
             # the search's gathered blocks for Gram products
             + 8 * (2 * block + q) * q + 4 * block * (splitter.n_features + 1)
@@ -145,6 +146,9 @@ cdef class BuildContext:
         self.n_stats = criterion.n_stats
         self.levels = max_depth + 2
         self.hist_size = splitter.hist_size
+        # Per depth: the node's statistics on each side, and with missing
+        # bins two more slots for the carried sweeps of that depth's parent.
+        self.n_sides = 4 if splitter.has_missing else 2
         if time_limit is not None:
             time_limit = float(time_limit)
             if not time_limit >= 0:
@@ -211,9 +215,10 @@ cdef class BuildContext:
     cdef int _init_workspace(self, Workspace* ws, bint own_order) except -1:
         cdef Py_ssize_t L = self.levels, n_stats = self.n_stats, h = self.hist_size
         self.splitter.init_work(&ws.sw, own_order)
-        ws.totals = <double*>calloc(L * 2 * n_stats, sizeof(double))
-        ws.hists = <double*>calloc(L * 2 * h * n_stats, sizeof(double))
-        ws.keys = <unsigned long long*>calloc(L * 2 * h, sizeof(unsigned long long))
+        ws.totals = <double*>calloc(L * self.n_sides * n_stats, sizeof(double))
+        ws.hists = <double*>calloc(L * self.n_sides * h * n_stats, sizeof(double))
+        ws.keys = <unsigned long long*>calloc(L * self.n_sides * h,
+                                              sizeof(unsigned long long))
         ws.best_left = <double*>calloc(L * n_stats + n_stats, sizeof(double))
         ws.cand = <Candidate**>calloc(L, sizeof(Candidate*))
         ws.score = <double**>calloc(L, sizeof(double*))
@@ -251,14 +256,38 @@ cdef class BuildContext:
         free(ws.saved_capacity)
 
     cdef double* total(self, Workspace* ws, Py_ssize_t depth, int side) noexcept nogil:
-        return ws.totals + (2 * depth + side) * self.n_stats
+        return ws.totals + (self.n_sides * depth + side) * self.n_stats
 
     cdef double* hist(self, Workspace* ws, Py_ssize_t depth, int side) noexcept nogil:
-        return ws.hists + (2 * depth + side) * self.hist_size * self.n_stats
+        return ws.hists + (self.n_sides * depth + side) * self.hist_size * self.n_stats
 
     cdef unsigned long long* keys(self, Workspace* ws, Py_ssize_t depth,
                                   int side) noexcept nogil:
-        return ws.keys + (2 * depth + side) * self.hist_size
+        return ws.keys + (self.n_sides * depth + side) * self.hist_size
+
+    cdef void start_carry(self, Workspace* ws, CarryState* carry, Py_ssize_t depth,
+                          Py_ssize_t m) noexcept nogil:
+        """A fresh carried sweep over the candidates of a node at ``depth``.
+
+        Its bin-sorted rows follow the saved orders in ``ws.saved[depth]``;
+        with missing bins its scratch is the children's extra slots.
+        """
+        carry.feature = -1
+        carry.bin = -1
+        carry.pos = 0
+        carry.rows = ws.saved[depth] + self.splitter.n_orders * m
+        carry.with_missing = False
+        if self.n_sides == 4:
+            carry.missing_total = self.total(ws, depth + 1, 2)
+            carry.missing_hist = self.hist(ws, depth + 1, 2)
+            carry.missing_keys = self.keys(ws, depth + 1, 2)
+            carry.prefix_total = self.total(ws, depth + 1, 3)
+            carry.prefix_hist = self.hist(ws, depth + 1, 3)
+            carry.prefix_keys = self.keys(ws, depth + 1, 3)
+        else:
+            carry.missing_total = carry.prefix_total = NULL
+            carry.missing_hist = carry.prefix_hist = NULL
+            carry.missing_keys = carry.prefix_keys = NULL
 
     cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
                      Py_ssize_t n_saved) except -1 nogil:
@@ -992,17 +1021,15 @@ cdef class LookaheadBuilder(TreeBuilder):
         self.ctx.reserve(ws, depth, n_cand, (self.splitter.n_orders + 1) * m)
         cand = ws.cand[depth]
         score = ws.score[depth]
-        n_cand = self.splitter.candidates(&ws.sw, start, end, hist,
+        n_cand = self.splitter.candidates(&ws.sw, start, end,
+                                          self.ctx.total(ws, depth, side), hist,
                                           self.ctx.keys(ws, depth, side), cand)
         if root:
             self.ctx.n_root_candidates = n_cand
         if n_cand == 0:
             return 0
         self.splitter.save(&ws.sw, start, end, ws.saved[depth])
-        carry.feature = -1
-        carry.bin = -1
-        carry.pos = 0
-        carry.rows = ws.saved[depth] + self.splitter.n_orders * m
+        self.ctx.start_carry(ws, &carry, depth, m)
         for i in range(n_cand):
             score[i] = INFINITY
         # Anytime search: the greedy split is scored first, so that whenever
@@ -1140,10 +1167,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                        h * n_stats * sizeof(double))
                 memcpy(self.ctx.keys(wt, depth, side), self.ctx.keys(ws, depth, side),
                        h * sizeof(unsigned long long))
-            wt.carry.feature = -1
-            wt.carry.bin = -1
-            wt.carry.pos = 0
-            wt.carry.rows = wt.saved[depth] + n_orders * m
+            self.ctx.start_carry(wt, &wt.carry, depth, m)
             wt.bound = bound
             wt.done = 0
             wt.cut = False
@@ -1318,7 +1342,8 @@ cdef class LookaheadBuilder(TreeBuilder):
         n_cand = self.splitter.max_candidates(m)
         self.ctx.reserve(ws, depth, n_cand, (self.splitter.n_orders + 1) * m)
         cand = ws.cand[depth]
-        n_cand = self.splitter.candidates(&ws.sw, start, end, hist,
+        n_cand = self.splitter.candidates(&ws.sw, start, end,
+                                          self.ctx.total(ws, depth, side), hist,
                                           self.ctx.keys(ws, depth, side), cand)
         if root:
             self.ctx.n_root_candidates = n_cand
@@ -1326,10 +1351,7 @@ cdef class LookaheadBuilder(TreeBuilder):
             return 0
         score = path.reserve_scores(t, depth, n_cand)
         self.splitter.save(&ws.sw, start, end, ws.saved[depth])
-        carry.feature = -1
-        carry.bin = -1
-        carry.pos = 0
-        carry.rows = ws.saved[depth] + self.splitter.n_orders * m
+        self.ctx.start_carry(ws, &carry, depth, m)
         for k in range(n_group):
             bound[group[k]] = INFINITY
             for i in range(n_cand):
@@ -1491,10 +1513,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                 for j in range(n_group):
                     g = group[j]
                     path.bound[t, depth, g] = path.bound[0, depth, g]
-            wt.carry.feature = -1
-            wt.carry.bin = -1
-            wt.carry.pos = 0
-            wt.carry.rows = wt.saved[depth] + n_orders * m
+            self.ctx.start_carry(wt, &wt.carry, depth, m)
             wt.done = 0
             wt.cut = False
         chunk = max(1, n_cand // (4 * n_threads))

@@ -74,13 +74,16 @@ _SEMANTICS = """
     ``merged_categories_``); with None more than 256 levels are an error.
 
     Missing values: NaN in ``X`` (never in ``y``) is allowed.  Every
-    threshold (and level set) is tried with the rows whose split feature is
-    missing on the left and on the right, and the better is kept; "missing
-    versus present" is a candidate too (threshold ``-inf`` with missing
-    values left, or ``+inf`` with them right).  At predict time a missing
-    value, and a categorical level unseen in training, follows the learned
-    side; where a split saw no missing values in training they go to the
-    child with more training rows (``tree_.missing_go_left``).  In the leaf
+    threshold is tried with the rows whose split feature is missing on the
+    left and on the right, and the side with the lower children's loss is
+    kept with it (the right on a tie, as in scikit-learn), so a threshold is
+    one candidate, for lookahead too; "missing versus present" is one more
+    (threshold ``+inf``: present values left, missing right).  A
+    categorical column searched by level sets orders its missing rows as
+    one more level.  At predict time a missing value, and a categorical
+    level unseen in training, follows the learned side; where a split saw
+    no missing values in training they go to the child with more training
+    rows (``tree_.missing_go_left``).  In the leaf
     regressions a missing feature counts as its training mean (0
     standardized), in fit and predict alike.
 
@@ -211,9 +214,10 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
 
     if estimator.max_depth >= 1:
         _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
-                              data.sample_weight)
+                              data.sample_weight, prep.split_missing())
     splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion, max_hist_bins,
-                        route, categorical=prep.split_categorical())
+                        route, categorical=prep.split_categorical(),
+                        missing=prep.split_missing())
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)
@@ -237,7 +241,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         # which can fall behind the greedy tree: keep whichever is better.
         bins, order, n_bins = prep.bins(data.X, max_hist_bins)
         greedy_splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins,
-                                   route, categorical=prep.split_categorical())
+                                   route, categorical=prep.split_categorical(),
+                                   missing=prep.split_missing())
         greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(
             greedy_splitter, criterion, estimator.max_depth, leaf_cost, msl)).build()
         if greedy_objective < objective:
@@ -306,12 +311,14 @@ class UnsplittableWarning(UserWarning):
     """
 
 
-def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None):
+def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None,
+                          missing=None):
     """Warn, naming cause and remedy, when no root split is admissible.
 
     A split is admissible when both children keep ``msl`` rows; the root's
     candidates are the pool thresholds, so the count of rows at or below each
-    threshold decides it.
+    threshold decides it (for a column with a missing bin, ``missing[f]``,
+    also with the missing rows added to the left).
     """
     # min_samples_leaf counts training weight (rows when unweighted).
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
@@ -322,8 +329,10 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                  f"but X has {n:g} rows")
     else:
         for f in np.flatnonzero(n_bins > 1):
-            left = np.cumsum(np.bincount(bins[:, f], weights=sample_weight,
-                                         minlength=n_bins[f]))[:-1]
+            counts = np.bincount(bins[:, f], weights=sample_weight, minlength=n_bins[f])
+            left = np.cumsum(counts)[:-1]
+            if missing is not None and missing[f]:
+                left = np.r_[left, left[:-1] + counts[-1]]
             if np.any((left >= msl) & (n - left >= msl)):
                 return
         cause = (f"no threshold leaves min_samples_leaf = {msl} of the {n} rows on "

@@ -14,10 +14,10 @@ estimator's parameters into
   missing value counting as the mean, i.e. 0; y centred and divided by a
   power of two), the ridge diagonal and the leaf cost;
 - the threshold pools and the bins of the *split columns*: a feature that
-  has missing values in training is searched twice, once with its missing
-  rows in a bin below every threshold (they go left) and once in a bin above
-  every threshold (they go right), so every threshold is tried with the
-  missing rows on both sides and "missing versus present" is a candidate too.
+  has missing values in training gets one more bin, after its present
+  values, for its missing rows; the splitter tries every threshold with the
+  missing rows on both sides, keeps the better side with it (one candidate
+  per threshold), and adds "missing versus present" as a candidate.
 
 It is kept on the fitted estimator (small: roles, levels, pools) so that
 ``predict``, the exports and the path reuse its ``transform``.  Nothing in
@@ -35,6 +35,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._splitter import MISSING_LEFT
 from ._thresholds import threshold_pool
 from ._tree import MAX_CATEGORIES, TREE_UNDEFINED, Tree, bitset_codes, categories_bitset
 
@@ -47,11 +48,13 @@ STD_FLOOR = 1e-12
 # Label of the level into which rare or excess levels are merged.
 OTHER = "<other>"
 
-# Kinds of split columns (how a feature's missing rows are binned).  A
-# categorical feature with few levels is one LEVEL_SET column: its bins are
-# the level codes plus, if it has missing values, a last bin for them, and
-# the splitter searches subsets of them (prefixes of each node's order).
-PLAIN, MISSING_LEFT, MISSING_RIGHT, LEVEL_SET = 0, 1, 2, 3
+# Kinds of split columns (one per feature).  PLAIN: no missing values in
+# training.  MISSING_BIN: its bins are the present values' and a last bin
+# for the missing rows (see the splitter's MISSING_LEFT).  A categorical
+# feature with few levels is one LEVEL_SET column: its bins are the level
+# codes plus, if it has missing values, a last bin for them, and the
+# splitter searches subsets of them (prefixes of each node's order).
+PLAIN, MISSING_BIN, LEVEL_SET = 0, 1, 2
 # At most this many bins (levels + the missing bin) in a LEVEL_SET column
 # (the splitter's bit-mask width); more levels are binned by their overall
 # order (see Preparation._category_ranks).
@@ -530,7 +533,7 @@ class Preparation:
                     len(self.categories_[f]) + int(missing[f]) <= MAX_SET_BINS:
                 self._split_columns.append((f, LEVEL_SET))
             elif missing[f]:
-                self._split_columns += [(f, MISSING_LEFT), (f, MISSING_RIGHT)]
+                self._split_columns.append((f, MISSING_BIN))
             else:
                 self._split_columns.append((f, PLAIN))
 
@@ -658,6 +661,11 @@ class Preparation:
         return np.array([kind == LEVEL_SET for _, kind in self._split_columns],
                         dtype=np.uint8)
 
+    def split_missing(self):
+        """1 for each split column with a missing bin (the splitter's flag)."""
+        return np.array([kind == MISSING_BIN for _, kind in self._split_columns],
+                        dtype=np.uint8)
+
     def _n_values(self, f):
         """Number of present-value bins of feature ``f``."""
         if self.is_categorical_[f]:
@@ -691,7 +699,7 @@ class Preparation:
             if kind == LEVEL_SET:
                 n_bins[c] = self._n_values(f) + int(f in self._missing_set)
             else:
-                n_bins[c] = self._n_values(f) + (0 if kind == PLAIN else 1)
+                n_bins[c] = self._n_values(f) + (1 if kind == MISSING_BIN else 0)
         order = np.empty((len(columns) if np.any(n_bins > max_hist_bins) else 1, n),
                          dtype=np.int32)
         for c, (f, kind) in enumerate(columns):
@@ -708,15 +716,10 @@ class Preparation:
                 value_bin = self._ranks[f][np.where(np.isnan(x), 0, x).astype(np.intp)]
             else:
                 value_bin = np.searchsorted(self.thresholds_[f], x, side="left")
-            nv = self._n_values(f)
             if kind == PLAIN:
                 bins[:, c] = value_bin
             else:
-                missing = np.isnan(x)
-                if kind == MISSING_LEFT:
-                    bins[:, c] = np.where(missing, 0, value_bin + 1)
-                else:
-                    bins[:, c] = np.where(missing, nv, value_bin)
+                bins[:, c] = np.where(np.isnan(x), self._n_values(f), value_bin)
             if c < order.shape[0]:
                 order[c] = np.argsort(bins[:, c], kind="stable")
         return bins, order, n_bins
@@ -731,7 +734,8 @@ class Preparation:
             ``TREE_UNDEFINED`` for categorical splits.
         missing_go_left : int
             Where the training rows with a missing value went (for a plain
-            column, which had none, a provisional 0).
+            column, which had none, a provisional 0).  "Missing versus
+            present" reads ``+inf`` with the missing rows right.
         is_categorical : int
         categories_left : ndarray of 8 uint32
         """
@@ -742,17 +746,15 @@ class Preparation:
             left = [c for c in range(k) if (b >> c) & 1]
             missing_left = (b >> k) & 1 if f in self._missing_set else 0
             return f, float(TREE_UNDEFINED), missing_left, 1, categories_bitset(left)
-        missing_left = 1 if kind == MISSING_LEFT else 0
+        missing_left = 1 if kind == MISSING_BIN and b & MISSING_LEFT else 0
         # Bin index of the last present-value bin that goes left.
-        last = b - 1 if kind == MISSING_LEFT else b
+        last = b & ~MISSING_LEFT if kind == MISSING_BIN else b
         if self.is_categorical_[f]:
             rank = self._ranks[f]
             words = categories_bitset(np.flatnonzero(rank <= last))
             return f, float(TREE_UNDEFINED), missing_left, 1, words
         pool = self.thresholds_[f]
-        if last < 0:
-            threshold = -np.inf          # missing left, every present value right
-        elif last >= pool.shape[0]:
+        if last >= pool.shape[0]:
             threshold = np.inf           # every present value left, missing right
         else:
             threshold = float(pool[last])

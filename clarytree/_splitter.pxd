@@ -43,6 +43,16 @@ cdef enum:
     MAX_SET_BINS = 63
 
 
+# A numeric feature with missing values in training is one split column
+# whose last bin holds the missing rows ("missing bin").  Each threshold of
+# it is one candidate: the missing rows go to the side with the lower
+# children's loss (right on a tie), and a split's ``bin`` carries this bit
+# when they go left.  "Missing versus present" is one more candidate: every
+# present row left (``bin`` = the last present bin), the missing rows right.
+cdef enum:
+    MISSING_LEFT_BIT = 1 << 30
+
+
 # How sorted sweeps evaluate thresholds (the SearchRoute enum in Python).
 cdef enum:
     ROUTE_AUTO = 0              # the cheaper of the two per node and feature
@@ -75,6 +85,8 @@ cdef struct SplitterWork:
     double* acc_left            # n_stats
     double* acc_right           # n_stats
     double* row_stats           # n_stats
+    double* acc_missing         # n_stats: the node's missing rows of one feature
+    double* acc_alt             # n_stats: a threshold's left child with them
     double* gather              # 2 * gram_block * q: rows [z, y] gathered, then by bin
     double* gram                # q * q: one Gram product
     Py_ssize_t* gather_pos      # 4 * (max bins + 1): per-bin counts / positions
@@ -92,6 +104,17 @@ cdef struct CarryState:
     Py_ssize_t bin              # last threshold added
     Py_ssize_t pos              # rows of ``rows`` already added
     int* rows                   # node's rows sorted by bin of ``feature`` (m)
+    # Features with a missing bin (the builder points these at per-depth
+    # slots of (n_stats, hist_size * n_stats, hist_size) values when the
+    # splitter has such features): the node's missing rows' statistics,
+    # and the left prefix while the output holds prefix + missing rows.
+    bint with_missing
+    double* missing_total
+    double* missing_hist
+    unsigned long long* missing_keys
+    double* prefix_total
+    double* prefix_hist
+    unsigned long long* prefix_keys
 
 
 cdef class Splitter:
@@ -105,6 +128,10 @@ cdef class Splitter:
     # them; a split's ``bin`` is then the set of bins going left, as a bit
     # mask (bit b <=> bin b), and ``x <= bin`` does not apply.
     cdef const unsigned char[::1] categorical
+    # 1 for a numeric feature whose last bin holds its missing rows (see
+    # MISSING_LEFT_BIT); never set together with ``categorical``.
+    cdef const unsigned char[::1] missing
+    cdef readonly bint has_missing
     cdef Py_ssize_t max_bins
     cdef Py_ssize_t min_samples_leaf
     cdef readonly Criterion criterion
@@ -163,11 +190,27 @@ cdef class Splitter:
                         const double* left, Py_ssize_t f, Py_ssize_t b,
                         Py_ssize_t n_left, SplitRecord* best,
                         double* best_left) noexcept nogil
+    cdef double _children_loss(self, SplitterWork* w, const double* total,
+                               const double* left) noexcept nogil
+    cdef int _missing_side(self, SplitterWork* w, const double* total,
+                           const double* left, const double* miss, double msl,
+                           double* score) noexcept nogil
+    cdef int _best_missing(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                           Py_ssize_t f, const double* total, const double* hist,
+                           SplitRecord* best, double* best_left) noexcept nogil
+    cdef void _record(self, SplitRecord* best, double* best_left, Py_ssize_t f,
+                      Py_ssize_t b, Py_ssize_t n_left, double score,
+                      const double* left) noexcept nogil
+    cdef Py_ssize_t _missing_candidates(self, SplitterWork* w, Py_ssize_t start,
+                                        Py_ssize_t end, Py_ssize_t f,
+                                        const double* total, const double* hist,
+                                        const unsigned long long* keys,
+                                        Candidate* out, Py_ssize_t count) noexcept nogil
     cdef bint best_split(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const double* total, const double* hist,
                          SplitRecord* best, double* best_left) noexcept nogil
     cdef Py_ssize_t candidates(self, SplitterWork* w, Py_ssize_t start,
-                               Py_ssize_t end, const double* hist,
+                               Py_ssize_t end, const double* total, const double* hist,
                                const unsigned long long* keys,
                                Candidate* out) noexcept nogil
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil

@@ -15,7 +15,7 @@ from ._criterion cimport (
 from ._linalg cimport packed_add_gram
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves,
-    MAX_SET_BINS, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
+    MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
 )
 
 
@@ -28,6 +28,11 @@ cdef Py_ssize_t GRAM_BLOCK = 2048
 cdef Py_ssize_t GRAM_MIN_Q = 4
 cdef Py_ssize_t GRAM_ROWS_PER_BIN = 4
 cdef Py_ssize_t GRAM_MIN_ROWS = 32
+
+
+# Bit of a split's ``bin`` that sends the missing rows of a feature with a
+# missing bin to the left child (see _splitter.pxd).
+MISSING_LEFT = MISSING_LEFT_BIT
 
 
 class SearchRoute(IntEnum):
@@ -105,12 +110,23 @@ cdef class Splitter:
         Whether the search (not the committed tree) may sum statistics by
         Gram products of bin-sorted rows; False sums row by row everywhere.
         Either way the fitted tree's statistics are summed row by row.
+    categorical : ndarray of shape (n_features,), uint8, optional
+        1 for a feature searched by level sets (see ``_splitter.pxd``).
+    missing : ndarray of shape (n_features,), uint8, optional
+        1 for a numeric feature whose last bin holds its missing rows.  At
+        a node with missing rows each threshold is one candidate, the
+        missing rows on the side with the lower children's loss (right on
+        a tie, as scikit-learn's trees do), and "missing versus present"
+        one more; a split sending them left has ``MISSING_LEFT`` in its
+        ``bin``.  A swept feature with missing rows at a node is evaluated
+        by the bulk route there (both sides come from packed sums).
     """
 
     def __init__(self, const int[:, ::1] bins, int[:, ::1] order,
                  const int[::1] n_bins, Py_ssize_t min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
-                 route=SearchRoute.AUTO, *, bint grouped_sums=True, categorical=None):
+                 route=SearchRoute.AUTO, *, bint grouped_sums=True, categorical=None,
+                 missing=None):
         cdef Py_ssize_t f, offset = 0
         try:
             route = SearchRoute(route)
@@ -130,7 +146,20 @@ cdef class Splitter:
                             else np.ascontiguousarray(categorical, dtype=np.uint8))
         if self.categorical.shape[0] != self.n_features:
             raise ValueError("categorical must have one entry per feature")
+        self.missing = (np.zeros(self.n_features, dtype=np.uint8) if missing is None
+                        else np.ascontiguousarray(missing, dtype=np.uint8))
+        if self.missing.shape[0] != self.n_features:
+            raise ValueError("missing must have one entry per feature")
+        self.has_missing = False
         for f in range(self.n_features):
+            if self.missing[f]:
+                if self.categorical[f]:
+                    raise ValueError(f"feature {f} is both categorical and has a missing "
+                                     "bin: a level-set feature bins missing rows as a level")
+                if n_bins[f] < 2 or n_bins[f] >= MISSING_LEFT_BIT:
+                    raise ValueError(f"feature {f} with a missing bin needs 2 to "
+                                     f"{MISSING_LEFT_BIT - 1} bins, has {n_bins[f]}")
+                self.has_missing = True
             if self.categorical[f] and n_bins[f] > MAX_SET_BINS:
                 raise ValueError(f"a categorical feature has at most {MAX_SET_BINS} bins, "
                                  f"feature {f} has {n_bins[f]}")
@@ -176,7 +205,7 @@ cdef class Splitter:
         w.tmp = <int*>malloc(n * sizeof(int))
         w.goes_left = <unsigned char*>malloc(n * sizeof(unsigned char))
         w.bin_counts = <Py_ssize_t*>malloc(self.max_bins * sizeof(Py_ssize_t))
-        w.acc_left = <double*>malloc(3 * n_stats * sizeof(double))
+        w.acc_left = <double*>malloc(5 * n_stats * sizeof(double))
         q = self.criterion.q
         w.gather = <double*>malloc((2 * self.gram_block + q) * q * sizeof(double))
         w.gather_pos = <Py_ssize_t*>malloc(4 * (self.max_bins + 1) * sizeof(Py_ssize_t))
@@ -191,6 +220,8 @@ cdef class Splitter:
             raise MemoryError("could not allocate the splitter's scratch")
         w.acc_right = w.acc_left + n_stats
         w.row_stats = w.acc_left + 2 * n_stats
+        w.acc_missing = w.acc_left + 3 * n_stats
+        w.acc_alt = w.acc_left + 4 * n_stats
         w.gram = w.gather + 2 * self.gram_block * q
         w.gather_perm = w.gather_bins + self.gram_block * self.n_features
         try:
@@ -238,6 +269,10 @@ cdef class Splitter:
         w.goes_left = NULL
         w.bin_counts = NULL
         w.acc_left = NULL
+        w.acc_right = NULL
+        w.row_stats = NULL
+        w.acc_missing = NULL
+        w.acc_alt = NULL
         w.gather = NULL
         w.gram = NULL
         w.gather_pos = NULL
@@ -427,9 +462,13 @@ cdef class Splitter:
         are added; a new feature (or a lower threshold) starts over from
         the node's rows sorted by bin.  The additions happen in the same
         order either way, so the sums do not depend on where a sweep was
-        resumed.  ``state.rows`` holds ``end - start`` ints.
+        resumed.  ``state.rows`` holds ``end - start`` ints.  For a feature
+        with a missing bin the missing rows' statistics are summed once per
+        node (they sort last); a candidate sending them left gets the
+        prefix plus them, and the prefix is kept aside for the next one.
         """
-        cdef Py_ssize_t m = end - start, first, f = cand.feature, b, lo, hi
+        cdef Py_ssize_t m = end - start, first, f = cand.feature, b, lo, hi, i
+        cdef Py_ssize_t n_hist = self.hist_size * self.n_stats
         if self.categorical[f]:
             # The level sets of one node are not nested in bin order: the
             # left child's sums start over for every candidate and add its
@@ -447,17 +486,42 @@ cdef class Splitter:
             state.bin = cand.bin
             state.pos = 0
             return
-        if state.feature != f or cand.bin < state.bin:
+        b = cand.bin & ~(<Py_ssize_t>MISSING_LEFT_BIT) if self.missing[f] else cand.bin
+        if state.feature != f or b < state.bin:
             self.sort_by_bin(w, start, end, f, state.rows)
             self.clear_stats(total, hist, keys)
             state.feature = f
             state.pos = 0
+            state.with_missing = False
+            if self.missing[f]:
+                lo = self._bin_end(state.rows, m, f, self.n_bins[f] - 2, 0)
+                self.clear_stats(state.missing_total, state.missing_hist,
+                                 state.missing_keys)
+                self.add_stats(w, state.rows + lo, m - lo, state.missing_total,
+                               state.missing_hist, state.missing_keys, False)
+        elif state.with_missing:
+            memcpy(total, state.prefix_total, self.n_stats * sizeof(double))
+            memcpy(hist, state.prefix_hist, n_hist * sizeof(double))
+            memcpy(keys, state.prefix_keys, self.hist_size * sizeof(unsigned long long))
+            state.with_missing = False
         first = state.pos
-        while state.pos < m and self.bins[state.rows[state.pos], f] <= cand.bin:
+        while state.pos < m and self.bins[state.rows[state.pos], f] <= b:
             state.pos += 1
-        state.bin = cand.bin
+        state.bin = b
         self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys,
                        False)
+        if b != cand.bin:
+            # Missing rows left: the prefix aside, then prefix + missing.
+            memcpy(state.prefix_total, total, self.n_stats * sizeof(double))
+            memcpy(state.prefix_hist, hist, n_hist * sizeof(double))
+            memcpy(state.prefix_keys, keys, self.hist_size * sizeof(unsigned long long))
+            for i in range(self.n_stats):
+                total[i] += state.missing_total[i]
+            for i in range(n_hist):
+                hist[i] += state.missing_hist[i]
+            for i in range(self.hist_size):
+                keys[i] += state.missing_keys[i]
+            state.with_missing = True
 
     cdef Py_ssize_t _bin_end(self, const int* rows, Py_ssize_t m, Py_ssize_t f,
                              Py_ssize_t b, Py_ssize_t lo) noexcept nogil:
@@ -552,6 +616,217 @@ cdef class Splitter:
             return True
         return False
 
+    cdef double _children_loss(self, SplitterWork* w, const double* total,
+                               const double* left) noexcept nogil:
+        # The arithmetic of _consider: right = total - left, then both losses.
+        cdef Py_ssize_t s
+        cdef double* right = w.acc_right
+        for s in range(self.n_stats):
+            right[s] = total[s] - left[s]
+        return (self.criterion.loss(left, &w.crit)
+                + self.criterion.loss(right, &w.crit))
+
+    cdef int _missing_side(self, SplitterWork* w, const double* total,
+                           const double* left, const double* miss, double msl,
+                           double* score) noexcept nogil:
+        """Where a threshold sends the node's missing rows of a feature.
+
+        ``left`` holds the present rows up to the threshold, ``miss`` the
+        missing rows.  Returns 0 (right: the left child is ``left``), 1
+        (left: ``left + miss``, written to ``acc_alt``) or -1 when neither
+        side is admissible; the chosen side's children's loss goes to
+        ``score``.  The missing rows go left only when that is better
+        beyond the tie tolerance (``improves``).  ``best_split`` and
+        ``candidates`` both decide here, so they agree.
+        """
+        cdef Py_ssize_t s
+        cdef double* alt = w.acc_alt
+        cdef double score_right = INFINITY, score_left = INFINITY
+        if enough_weight(left[0], msl) and enough_weight(total[0] - left[0], msl):
+            score_right = self._children_loss(w, total, left)
+        for s in range(self.n_stats):
+            alt[s] = left[s] + miss[s]
+        if enough_weight(alt[0], msl) and enough_weight(total[0] - alt[0], msl):
+            score_left = self._children_loss(w, total, alt)
+        if improves(score_left, score_right):
+            score[0] = score_left
+            return 1
+        if score_right == INFINITY:
+            return -1
+        score[0] = score_right
+        return 0
+
+    cdef int _best_missing(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                           Py_ssize_t f, const double* total, const double* hist,
+                           SplitRecord* best, double* best_left) noexcept nogil:
+        """``best_split`` for feature ``f`` with a missing bin.
+
+        Every threshold between present rows is one candidate with the
+        missing rows on its better side (``_missing_side``), then "missing
+        versus present" (present rows left).  Returns -1 when the node has
+        no missing rows of ``f`` (then it is searched as a plain feature),
+        else 1 when ``best`` improved, 0 when not.
+        """
+        cdef Py_ssize_t m = end - start, nb = self.n_bins[f], off = self.hist_offset[f]
+        cdef Py_ssize_t n_stats = self.n_stats, b, s, i, mp = 0, last, side, n_left
+        cdef double* left = w.acc_left
+        cdef double* miss = w.acc_missing
+        cdef double* alt = w.acc_alt
+        cdef const double* h
+        cdef const int* rows
+        cdef double score, msl = <double>self.min_samples_leaf
+        cdef int found = 0
+        memset(left, 0, n_stats * sizeof(double))
+        if off >= 0:
+            h = hist + (off + nb - 1) * n_stats
+            if h[0] == 0.0:
+                return -1
+            memcpy(miss, h, n_stats * sizeof(double))
+            last = nb - 2
+            while last >= 0 and hist[(off + last) * n_stats] == 0.0:
+                last -= 1
+            for b in range(last):
+                h = hist + (off + b) * n_stats
+                if h[0] == 0.0:
+                    continue
+                for s in range(n_stats):
+                    left[s] += h[s]
+                if not enough_weight(total[0] - left[0], msl):
+                    break       # the right child shrinks further on either side
+                side = self._missing_side(w, total, left, miss, msl, &score)
+                if side >= 0 and improves(score, best.score):
+                    n_left = <Py_ssize_t>(alt[0] if side else left[0])
+                    self._record(best, best_left, f, b | (side * MISSING_LEFT_BIT),
+                                 n_left, score, alt if side else left)
+                    found = 1
+        else:
+            rows = w.order + f * self.n_samples + start
+            if self.bins[rows[m - 1], f] != nb - 1:
+                return -1
+            # Rows sorted by bin: present rows [0, mp), missing rows after.
+            mp = self._bin_end(rows, m, f, nb - 2, 0)
+            memset(miss, 0, n_stats * sizeof(double))
+            for i in range(mp, m):
+                add_row(&w.crit, miss, rows[i])
+            w.n_bulk_sweeps += 1
+            for i in range(mp - 1):
+                add_row(&w.crit, left, rows[i])
+                b = self.bins[rows[i], f]
+                if b == self.bins[rows[i + 1], f]:
+                    continue
+                if not enough_weight(total[0] - left[0], msl):
+                    break
+                side = self._missing_side(w, total, left, miss, msl, &score)
+                if side >= 0 and improves(score, best.score):
+                    self._record(best, best_left, f, b | (side * MISSING_LEFT_BIT),
+                                 i + 1 + side * (m - mp), score, alt if side else left)
+                    found = 1
+        # Missing versus present: the present rows are the node minus the
+        # missing bin.
+        for s in range(n_stats):
+            alt[s] = total[s] - miss[s]
+        if enough_weight(alt[0], msl) and enough_weight(miss[0], msl):
+            score = self._children_loss(w, total, alt)
+            if improves(score, best.score):
+                n_left = <Py_ssize_t>alt[0] if off >= 0 else mp
+                self._record(best, best_left, f, nb - 2, n_left, score, alt)
+                found = 1
+        return found
+
+    cdef void _record(self, SplitRecord* best, double* best_left, Py_ssize_t f,
+                      Py_ssize_t b, Py_ssize_t n_left, double score,
+                      const double* left) noexcept nogil:
+        best.score = score
+        best.feature = f
+        best.bin = b
+        best.n_left = n_left
+        memcpy(best_left, left, self.n_stats * sizeof(double))
+
+    cdef Py_ssize_t _missing_candidates(self, SplitterWork* w, Py_ssize_t start,
+                                        Py_ssize_t end, Py_ssize_t f,
+                                        const double* total, const double* hist,
+                                        const unsigned long long* keys,
+                                        Candidate* out, Py_ssize_t count) noexcept nogil:
+        """``candidates`` for feature ``f`` with a missing bin.
+
+        The candidates of ``_best_missing``, in its order, appended at
+        ``out[count]``: at most one per threshold (the missing rows on their
+        better side) and "missing versus present".  Returns the new count,
+        or -1 when the node has no missing rows of ``f``.
+        """
+        cdef Py_ssize_t m = end - start, nb = self.n_bins[f], off = self.hist_offset[f]
+        cdef Py_ssize_t n_stats = self.n_stats, b, s, i, mp = 0, last, side
+        cdef double* left = w.acc_left
+        cdef double* miss = w.acc_missing
+        cdef double* alt = w.acc_alt
+        cdef const double* h
+        cdef const int* rows
+        cdef double score, msl = <double>self.min_samples_leaf
+        cdef unsigned long long key = 0, key_missing = 0, key_present = 0
+        memset(left, 0, n_stats * sizeof(double))
+        if off >= 0:
+            h = hist + (off + nb - 1) * n_stats
+            if h[0] == 0.0:
+                return -1
+            memcpy(miss, h, n_stats * sizeof(double))
+            key_missing = keys[off + nb - 1]
+            for b in range(nb - 1):
+                key_present += keys[off + b]
+            last = nb - 2
+            while last >= 0 and hist[(off + last) * n_stats] == 0.0:
+                last -= 1
+            for b in range(last):
+                h = hist + (off + b) * n_stats
+                if h[0] == 0.0:
+                    continue
+                for s in range(n_stats):
+                    left[s] += h[s]
+                key += keys[off + b]
+                if not enough_weight(total[0] - left[0], msl):
+                    break
+                side = self._missing_side(w, total, left, miss, msl, &score)
+                if side == 1:
+                    _set_candidate(&out[count], f, b | MISSING_LEFT_BIT,
+                                   <Py_ssize_t>alt[0], key + key_missing, count)
+                    count += 1
+                elif side == 0:
+                    _set_candidate(&out[count], f, b, <Py_ssize_t>left[0], key, count)
+                    count += 1
+        else:
+            rows = w.order + f * self.n_samples + start
+            if self.bins[rows[m - 1], f] != nb - 1:
+                return -1
+            mp = self._bin_end(rows, m, f, nb - 2, 0)
+            memset(miss, 0, n_stats * sizeof(double))
+            for i in range(mp, m):
+                add_row(&w.crit, miss, rows[i])
+                key_missing += _row_key(rows[i])
+            for i in range(mp):
+                key_present += _row_key(rows[i])
+            for i in range(mp - 1):
+                add_row(&w.crit, left, rows[i])
+                key += _row_key(rows[i])
+                b = self.bins[rows[i], f]
+                if b == self.bins[rows[i + 1], f]:
+                    continue
+                if not enough_weight(total[0] - left[0], msl):
+                    break
+                side = self._missing_side(w, total, left, miss, msl, &score)
+                if side == 1:
+                    _set_candidate(&out[count], f, b | MISSING_LEFT_BIT, i + 1 + m - mp,
+                                   key + key_missing, count)
+                    count += 1
+                elif side == 0:
+                    _set_candidate(&out[count], f, b, i + 1, key, count)
+                    count += 1
+        for s in range(n_stats):
+            alt[s] = total[s] - miss[s]
+        if enough_weight(alt[0], msl) and enough_weight(miss[0], msl):
+            _set_candidate(&out[count], f, nb - 2,
+                           <Py_ssize_t>alt[0] if off >= 0 else mp, key_present, count)
+            count += 1
+        return count
+
     cdef bint best_split(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const double* total, const double* hist,
                          SplitRecord* best, double* best_left) noexcept nogil:
@@ -602,6 +877,11 @@ cdef class Splitter:
                     if self._consider(w, total, left, f, cset, n_left, best, best_left):
                         found = True
                 continue
+            if self.missing[f]:
+                r = self._best_missing(w, start, end, f, total, hist, best, best_left)
+                if r >= 0:
+                    found = found or r == 1
+                    continue
             if off >= 0:
                 # Scan bins; a threshold after bin b is a candidate when a
                 # later bin is non-empty.  Empty bins add nothing.
@@ -674,7 +954,7 @@ cdef class Splitter:
         return max(total, 1)
 
     cdef Py_ssize_t candidates(self, SplitterWork* w, Py_ssize_t start,
-                               Py_ssize_t end, const double* hist,
+                               Py_ssize_t end, const double* total, const double* hist,
                                const unsigned long long* keys,
                                Candidate* out) noexcept nogil:
         """All admissible splits in (feature, threshold) order.
@@ -726,6 +1006,11 @@ cdef class Splitter:
                     _set_candidate(&out[count], f, cset, n_left, key, count)
                     count += 1
                 continue
+            if self.missing[f]:
+                r = self._missing_candidates(w, start, end, f, total, hist, keys, out, count)
+                if r >= 0:
+                    count = r
+                    continue
             if off >= 0:
                 last = self.n_bins[f] - 1
                 while last >= 0 and hist[(off + last) * n_stats] == 0.0:
@@ -772,7 +1057,7 @@ cdef class Splitter:
                               Py_ssize_t end, Py_ssize_t feature,
                               Py_ssize_t bin) noexcept nogil:
         """Stable partition of the kept orders; returns the split index."""
-        cdef Py_ssize_t g, i, write = 0, n_right, m = end - start, left
+        cdef Py_ssize_t g, i, write = 0, n_right, m = end - start, left, b, last
         cdef Py_ssize_t n = self.n_samples
         cdef int row
         cdef int* seg
@@ -783,6 +1068,13 @@ cdef class Splitter:
             for i in range(m):
                 row = rows[i]
                 mask[row] = (bin >> self.bins[row, feature]) & 1
+        elif self.missing[feature] and bin & MISSING_LEFT_BIT:
+            # Present rows up to the threshold, and the missing bin.
+            b = bin & ~(<Py_ssize_t>MISSING_LEFT_BIT)
+            last = self.n_bins[feature] - 1
+            for i in range(m):
+                row = rows[i]
+                mask[row] = (self.bins[row, feature] <= b) | (self.bins[row, feature] == last)
         else:
             for i in range(m):
                 row = rows[i]

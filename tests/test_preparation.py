@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clarytree import CLARITreeRegressor
-from clarytree._preparation import OTHER, Preparation
+from clarytree._preparation import MISSING_BIN, OTHER, PLAIN, Preparation
 from clarytree._thresholds import threshold_pool
 
 
@@ -110,13 +110,15 @@ def test_missing_regression_feature_counts_as_its_mean():
     assert prep.std_[0] == pytest.approx(X[present, 0].std())
     np.testing.assert_array_equal(data.W[~present, 1], 0.0)
     np.testing.assert_array_equal(prep.missing_features_, [0])
-    # Two split columns for the feature with missing values: missing rows in
-    # the lowest bin (they go left) and in the highest (they go right).
-    assert prep.split_columns() == [(0, 1), (0, 2), (1, 0)]
+    # One split column for the feature with missing values: its present
+    # values binned by the pool, the missing rows in one more bin after them.
+    assert prep.split_columns() == [(0, MISSING_BIN), (1, PLAIN)]
+    np.testing.assert_array_equal(prep.split_missing(), [1, 0])
     pool = prep.thresholds_[0]
-    assert np.all(data.bins[~present, 0] == 0)
-    assert np.all(data.bins[~present, 1] == len(pool) + 1)
-    np.testing.assert_array_equal(data.bins[present, 0] - 1, data.bins[present, 1])
+    assert data.n_bins[0] == len(pool) + 2
+    assert np.all(data.bins[~present, 0] == len(pool) + 1)
+    np.testing.assert_array_equal(data.bins[present, 0],
+                                  np.searchsorted(pool, X[present, 0], side="left"))
 
 
 def mixed_frame(n=60, seed=0):

@@ -25,6 +25,7 @@ from clarytree import (  # noqa: E402
     plot_tree,
     to_dict,
 )
+from clarytree._classes import _fit_tree  # noqa: E402
 
 
 def sse(y):
@@ -78,12 +79,14 @@ def test_missing_direction_is_the_better_of_both_refits(seed, leaf_model):
 
     missing = np.isnan(x)
     values = np.unique(x[~missing])
+    # Every threshold with the missing rows on either side (right first: it
+    # wins ties), then "missing versus present" (present rows left).
     candidates = []
     for t in (values[:-1] + values[1:]) / 2:
         below = ~missing & (x <= t)
-        candidates.append((score(below | missing), t, True))
         candidates.append((score(below), t, False))
-    candidates.append((score(missing), -np.inf, True))
+        candidates.append((score(below | missing), t, True))
+    candidates.append((score(~missing), np.inf, False))
     best = min(c[0] for c in candidates)
     assert model.objective_ == pytest.approx(best, rel=1e-9)
     tree = model.tree_
@@ -95,6 +98,165 @@ def test_missing_direction_is_the_better_of_both_refits(seed, leaf_model):
     below = ~missing & (x <= tree.threshold[0])
     other = score(below) if chosen[1] else score(below | missing)
     assert score(below | missing if chosen[1] else below) < other
+
+
+def improves(score, best):
+    """The splitter's tie rule: better beyond 1e-10 relative."""
+    return score < best if best == np.inf else score < best - 1e-10 * abs(best)
+
+
+def weighted_sse(y, w):
+    if y.size == 0:
+        return 0.0
+    return float(w @ (y - np.average(y, weights=w)) ** 2)
+
+
+def pair_candidates(X, y, w, rows, msl=1.0):
+    """The candidates of constant leaves at the node of ``rows``, by brute force.
+
+    In the splitter's order: per feature, every threshold (midpoint) between
+    present values with the missing rows on the side of the lower children's
+    loss (right unless left improves on it), then "missing versus present".
+    Yields ``(score, feature, threshold, missing_left, left)``, ``left`` a
+    mask over all rows.
+    """
+    Xn, yn, wn = X[rows], y[rows], w[rows]
+    index = np.flatnonzero(rows)
+
+    def score(left):
+        return weighted_sse(yn[left], wn[left]) + weighted_sse(yn[~left], wn[~left])
+
+    def admissible(left):
+        return wn[left].sum() >= msl and wn[~left].sum() >= msl
+
+    def full(left):
+        out = np.zeros(rows.shape[0], dtype=bool)
+        out[index[left]] = True
+        return out
+
+    for f in range(X.shape[1]):
+        missing = np.isnan(Xn[:, f])
+        values = np.unique(Xn[~missing, f])
+        for t in (values[:-1] + values[1:]) / 2:
+            below = ~missing & (Xn[:, f] <= t)
+            sides = [(score(left), left, side)
+                     for left, side in ((below, False), (below | missing, True))
+                     if admissible(left)]
+            if len(sides) == 2 and not improves(sides[1][0], sides[0][0]):
+                sides = sides[:1]
+            if sides:
+                value, left, side = sides[-1]
+                yield value, f, t, side, full(left)
+        if missing.any() and admissible(~missing):
+            yield score(~missing), f, np.inf, False, full(~missing)
+
+
+def first_best(candidates):
+    best = None
+    for c in candidates:
+        if best is None or improves(c[0], best[0]):
+            best = c
+    return best
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("max_hist_bins", [256, 0])
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_split_is_the_best_threshold_and_missing_side(seed, max_hist_bins,
+                                                             weighted):
+    """The root split against (threshold, side) pairs and missing-vs-present."""
+    rng = np.random.default_rng(seed)
+    n = 90
+    X = np.round(rng.normal(size=(n, 2)), 1)
+    y = np.where((X[:, 0] > 0.2) | (X[:, 1] < -0.5), 1.0, -1.0) + rng.normal(size=n)
+    X[rng.random(n) < 0.25, 0] = np.nan
+    X[rng.random(n) < 0.1, 1] = np.nan
+    y[np.isnan(X[:, 0])] += 1.5 * rng.random() - 0.75
+    w = rng.integers(1, 4, size=n).astype(float) if weighted else np.ones(n)
+    model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant", leaf_penalty=0.0,
+                                  n_thresholds=None, min_samples_leaf=1)
+    model, _ = _fit_tree(model, X, y, w if weighted else None, max_hist_bins=max_hist_bins)
+    best = first_best(pair_candidates(X, y, w, np.ones(n, dtype=bool)))
+    assert model.objective_ == pytest.approx(best[0], rel=1e-9)
+    tree = model.tree_
+    assert (tree.feature[0], bool(tree.missing_go_left[0])) == (best[1], best[3])
+    assert tree.threshold[0] == pytest.approx(best[2])
+
+
+@pytest.mark.parametrize("max_hist_bins", [256, 0])
+def test_lookahead_scores_one_candidate_per_threshold_of_a_feature_with_missing_values(
+        max_hist_bins):
+    """T thresholds and missing values: T + 1 candidates (not 2 T + 2)."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=400)
+    y = np.abs(x) + 0.1 * rng.normal(size=400)
+    counts = {}
+    for frac in (0.0, 0.2):
+        xm = np.where(rng.random(400) < frac, np.nan, x)
+        model = CLARITreeRegressor(max_depth=2, leaf_model="constant", n_thresholds=10,
+                                   min_samples_leaf=1)
+        model, counters = _fit_tree(model, xm[:, None], y, max_hist_bins=max_hist_bins)
+        assert len(model.thresholds_[0]) == 10
+        counts[frac] = counters["search"]["root_candidates"]
+    assert counts == {0.0: 10, 0.2: 11}
+
+
+@pytest.mark.parametrize("max_hist_bins", [256, 0])
+@pytest.mark.parametrize("seed", range(3))
+def test_lookahead_root_is_the_best_completion_of_the_threshold_side_candidates(
+        seed, max_hist_bins):
+    """Lookahead 1, depth 2, constant leaves: every root candidate (one side
+    per threshold) is scored by the best greedy split of each child."""
+    rng = np.random.default_rng(10 + seed)
+    n = 70
+    X = np.round(rng.normal(size=(n, 2)), 1)
+    y = np.sign(X[:, 0]) * np.sign(X[:, 1]) + 0.3 * rng.normal(size=n)
+    X[rng.random(n) < 0.2, 0] = np.nan
+    X[rng.random(n) < 0.2, 1] = np.nan
+    w = np.ones(n)
+    model = CLARITreeRegressor(max_depth=2, leaf_model="constant", leaf_penalty=0.0,
+                               n_thresholds=None, min_samples_leaf=1)
+    model, _ = _fit_tree(model, X, y, max_hist_bins=max_hist_bins)
+
+    def completion(rows):
+        child = first_best(pair_candidates(X, y, w, rows))
+        leaf = weighted_sse(y[rows], w[rows])
+        return leaf if child is None else min(leaf, child[0])
+
+    everything = np.ones(n, dtype=bool)
+    scores = [(completion(left) + completion(~left), f, t, side)
+              for _, f, t, side, left in pair_candidates(X, y, w, everything)]
+    best = first_best(scores)
+    assert model.objective_ == pytest.approx(best[0], rel=1e-9)
+    others = sorted(s[0] for s in scores)
+    if others[1] > best[0] * (1 + 1e-6):      # a clear winner: the same split
+        tree = model.tree_
+        assert (tree.feature[0], bool(tree.missing_go_left[0])) == (best[1], best[3])
+        assert tree.threshold[0] == pytest.approx(best[2])
+
+
+@pytest.mark.parametrize("max_hist_bins", [256, 0])
+@pytest.mark.parametrize("lookahead", [1, 2])
+def test_missing_bins_bit_identical_for_every_n_jobs(lookahead, max_hist_bins):
+    rng = np.random.default_rng(3)
+    n = 700 if lookahead == 1 else 300
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] > 0, X[:, 1], -X[:, 2]) + 0.3 * rng.normal(size=n)
+    X[rng.random(n) < 0.15, 0] = np.nan
+    X[rng.random(n) < 0.3, 2] = np.nan
+    fits = []
+    for n_jobs in (1, 2, 3):
+        model = CLARITreeRegressor(max_depth=3, lookahead_depth=lookahead, n_jobs=n_jobs,
+                                   n_thresholds=8)
+        fits.append(_fit_tree(model, X, y, max_hist_bins=max_hist_bins)[0])
+    ref = fits[0]
+    assert ref.tree_.missing_go_left.any()
+    for model in fits[1:]:
+        assert model.objective_ == ref.objective_
+        for name in ("feature", "threshold", "missing_go_left", "children_left",
+                     "node_objective", "intercept", "coef"):
+            np.testing.assert_array_equal(getattr(model.tree_, name),
+                                          getattr(ref.tree_, name), err_msg=name)
 
 
 def route(tree, x):
