@@ -150,7 +150,7 @@ def _n_threads(n_jobs, lookahead, splitter, max_depth, single_thread_bytes):
 
 
 def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
-              max_hist_bins=256, leaf_penalties=None):
+              max_hist_bins=256, leaf_penalties=None, bounded_scan=True):
     """Fit ``estimator`` (a CLARITree-family regressor) on ``(X, y)``.
 
     The engine's search knobs are arguments here rather than estimator
@@ -167,6 +167,9 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     max_hist_bins : int, default=256
         Features with at most this many bins (thresholds + 1) are searched
         from per-bin histograms, the others by sorted sweeps (0: sweep all).
+    bounded_scan : bool, default=True
+        Whether split searches may skip thresholds that provably lose (see
+        ``Splitter``); the fitted tree is the same either way.
 
     leaf_penalties : sequence of float, optional
         Grow the trees of all these leaf penalties in one search (the
@@ -217,7 +220,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
                               data.sample_weight, prep.split_missing())
     splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion, max_hist_bins,
                         route, categorical=prep.split_categorical(),
-                        missing=prep.split_missing())
+                        missing=prep.split_missing(),
+                        bounded_scan=bounded_scan)
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)
@@ -242,7 +246,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         bins, order, n_bins = prep.bins(data.X, max_hist_bins)
         greedy_splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins,
                                    route, categorical=prep.split_categorical(),
-                                   missing=prep.split_missing())
+                                   missing=prep.split_missing(),
+                                   bounded_scan=bounded_scan)
         greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(
             greedy_splitter, criterion, estimator.max_depth, leaf_cost, msl)).build()
         if greedy_objective < objective:

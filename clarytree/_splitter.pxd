@@ -93,9 +93,18 @@ cdef struct SplitterWork:
     int* gather_bins            # gram_block * n_features: the gathered rows' bins
     int* gather_perm            # gram_block: gathered row of each bin-sorted position
     unsigned long long* gather_keys     # gram_block: the gathered rows' keys
+    # One feature's admissible thresholds for the bounded scan: each one's
+    # bin (or level set), left row count and left packed sums, and both
+    # children's losses once computed (NaN: not yet).
+    Py_ssize_t* thr_bin         # max_thresholds
+    Py_ssize_t* thr_n_left      # max_thresholds
+    double* thr_left            # max_thresholds * n_stats
+    double* thr_loss            # 2 * max_thresholds: left, right
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
+    unsigned long long n_thresholds_scanned     # thresholds of bounded scans
+    unsigned long long n_thresholds_skipped     # ... proved unable to win
 
 
 cdef struct CarryState:
@@ -145,6 +154,8 @@ cdef class Splitter:
     cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
     cdef Py_ssize_t gram_block          # rows per gather block (search sums)
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
+    cdef readonly bint bounded_scan     # skip thresholds that provably lose
+    cdef Py_ssize_t max_thresholds      # per histogram feature
 
     # Per-thread scratch.  With own_order the struct gets its own copy of
     # the row orders (fill a node's segment with copy_segment); otherwise it
@@ -186,6 +197,13 @@ cdef class Splitter:
     cdef Py_ssize_t _category_order(self, SplitterWork* w, Py_ssize_t f,
                                     const double* hist, int* perm,
                                     double* key) noexcept nogil
+    cdef void _keep_threshold(self, SplitterWork* w, Py_ssize_t k, Py_ssize_t b,
+                              Py_ssize_t n_left, const double* left) noexcept nogil
+    cdef double _side_loss(self, SplitterWork* w, const double* total,
+                           Py_ssize_t k, int side) noexcept nogil
+    cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
+                            Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
+                            double* best_left) noexcept nogil
     cdef bint _consider(self, SplitterWork* w, const double* total,
                         const double* left, Py_ssize_t f, Py_ssize_t b,
                         Py_ssize_t n_left, SplitRecord* best,

@@ -4,7 +4,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, NAN, fabs, isnan
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy, memset
 
@@ -28,6 +28,17 @@ cdef Py_ssize_t GRAM_BLOCK = 2048
 cdef Py_ssize_t GRAM_MIN_Q = 4
 cdef Py_ssize_t GRAM_ROWS_PER_BIN = 4
 cdef Py_ssize_t GRAM_MIN_ROWS = 32
+
+# Bounded threshold scan: a child's ridge loss can only grow when rows are
+# added (for every beta the penalized sum of squares grows; the ridge term
+# does not depend on the rows), so along a feature's thresholds the left
+# loss is nondecreasing and the right one nonincreasing, and the left loss
+# at a block's first threshold plus the right loss at its last one bounds
+# every score in the block.  The computed losses are monotone only up to
+# rounding, of the order of the unit roundoff times the node's sum of
+# squared targets: a block is skipped only when its bound exceeds what the
+# tie rule needs by BOUND_SLACK times that sum.
+cdef double BOUND_SLACK = 1e-9
 
 
 # Bit of a split's ``bin`` that sends the missing rows of a feature with a
@@ -120,13 +131,19 @@ cdef class Splitter:
         one more; a split sending them left has ``MISSING_LEFT`` in its
         ``bin``.  A swept feature with missing rows at a node is evaluated
         by the bulk route there (both sides come from packed sums).
+    bounded_scan : bool, default=True
+        Whether ``best_split`` may skip the thresholds of a histogram
+        feature that provably cannot win the tie rule (ridge leaves with at
+        least two regression features; see BOUND_SLACK).  The chosen split
+        is the same either way; False evaluates every threshold (tests).
     """
 
     def __init__(self, const int[:, ::1] bins, int[:, ::1] order,
                  const int[::1] n_bins, Py_ssize_t min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
                  route=SearchRoute.AUTO, *, bint grouped_sums=True, categorical=None,
-                 missing=None):
+                 missing=None,
+                 bint bounded_scan=True):
         cdef Py_ssize_t f, offset = 0
         try:
             route = SearchRoute(route)
@@ -178,6 +195,12 @@ cdef class Splitter:
             else:
                 self.n_swept += 1
         self.hist_size = max(offset, 1)
+        # Factorizations must cost more than copying a threshold's sums.
+        self.bounded_scan = bounded_scan and criterion.q >= GRAM_MIN_Q and offset > 0
+        self.max_thresholds = 1
+        for f in range(self.n_features):
+            if self.hist_offset[f] >= 0:
+                self.max_thresholds = max(self.max_thresholds, n_bins[f])
         # Histogram features need only the node's row set, in any order; the
         # per-feature sorted orders are kept only when some feature is swept.
         self.n_orders = self.n_features if self.n_swept > 0 else 1
@@ -212,10 +235,15 @@ cdef class Splitter:
         w.gather_bins = <int*>malloc(self.gram_block * (self.n_features + 1) * sizeof(int))
         w.gather_keys = <unsigned long long*>malloc(
             self.gram_block * sizeof(unsigned long long))
+        if self.bounded_scan:
+            w.thr_bin = <Py_ssize_t*>malloc(2 * self.max_thresholds * sizeof(Py_ssize_t))
+            w.thr_left = <double*>malloc(
+                (n_stats + 2) * self.max_thresholds * sizeof(double))
         if (w.order == NULL or w.tmp == NULL or w.goes_left == NULL
                 or w.bin_counts == NULL or w.acc_left == NULL
                 or w.gather == NULL or w.gather_pos == NULL or w.gather_bins == NULL
-                or w.gather_keys == NULL):
+                or w.gather_keys == NULL
+                or (self.bounded_scan and (w.thr_bin == NULL or w.thr_left == NULL))):
             self.free_work(w)
             raise MemoryError("could not allocate the splitter's scratch")
         w.acc_right = w.acc_left + n_stats
@@ -224,6 +252,9 @@ cdef class Splitter:
         w.acc_alt = w.acc_left + 4 * n_stats
         w.gram = w.gather + 2 * self.gram_block * q
         w.gather_perm = w.gather_bins + self.gram_block * self.n_features
+        if self.bounded_scan:
+            w.thr_n_left = w.thr_bin + self.max_thresholds
+            w.thr_loss = w.thr_left + n_stats * self.max_thresholds
         try:
             self.criterion.init_work(&w.crit)
         except MemoryError:
@@ -265,6 +296,12 @@ cdef class Splitter:
         free(w.gather_pos)
         free(w.gather_bins)
         free(w.gather_keys)
+        free(w.thr_bin)
+        free(w.thr_left)
+        w.thr_bin = NULL
+        w.thr_n_left = NULL
+        w.thr_left = NULL
+        w.thr_loss = NULL
         w.tmp = NULL
         w.goes_left = NULL
         w.bin_counts = NULL
@@ -596,6 +633,91 @@ cdef class Splitter:
         incremental = 7.0 * m * p * p
         return incremental < bulk
 
+    cdef void _keep_threshold(self, SplitterWork* w, Py_ssize_t k, Py_ssize_t b,
+                              Py_ssize_t n_left, const double* left) noexcept nogil:
+        w.thr_bin[k] = b
+        w.thr_n_left[k] = n_left
+        memcpy(w.thr_left + k * self.n_stats, left, self.n_stats * sizeof(double))
+        w.thr_loss[2 * k] = NAN
+        w.thr_loss[2 * k + 1] = NAN
+
+    cdef double _side_loss(self, SplitterWork* w, const double* total,
+                           Py_ssize_t k, int side) noexcept nogil:
+        # Threshold k's left (side 0) or right (1) child loss, computed once;
+        # the very arithmetic of ``_consider``.
+        cdef Py_ssize_t s
+        cdef double* right = w.acc_right
+        cdef const double* left = w.thr_left + k * self.n_stats
+        cdef double value = w.thr_loss[2 * k + side]
+        if not isnan(value):
+            return value
+        if side == 0:
+            value = self.criterion.loss(left, &w.crit)
+        else:
+            for s in range(self.n_stats):
+                right[s] = total[s] - left[s]
+            value = self.criterion.loss(right, &w.crit)
+        w.thr_loss[2 * k + side] = value
+        return value
+
+    cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
+                            Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
+                            double* best_left) noexcept nogil:
+        """The kept thresholds of feature ``f`` (see ``_keep_threshold``), in order.
+
+        Exactly what ``_consider`` on each threshold in turn would do, but a
+        block of consecutive thresholds whose scores provably cannot improve
+        the incumbent is skipped: the left loss at its first threshold plus
+        the right loss at its last one bounds them all from below (see
+        BOUND_SLACK).  Blocks are halved depth-first, left half first, so the
+        thresholds that are evaluated are evaluated in ascending order, each
+        against the incumbent it would meet in the plain scan, and the
+        losses found for bounds are reused by the thresholds' own scores.
+        """
+        cdef Py_ssize_t a, b, mid, top = 0
+        cdef Py_ssize_t stack[256]
+        cdef double score, lower, upper, slack
+        cdef bint found = False
+        slack = BOUND_SLACK * fabs(total[self.n_stats - 1])
+        stack[0] = 0
+        stack[1] = count - 1
+        top = 2
+        while top > 0:
+            top -= 2
+            a = stack[top]
+            b = stack[top + 1]
+            if a == b:
+                w.n_thresholds_scanned += 1
+                score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
+                if improves(score, best.score):
+                    best.score = score
+                    best.feature = f
+                    best.bin = w.thr_bin[a]
+                    best.n_left = w.thr_n_left[a]
+                    memcpy(best_left, w.thr_left + a * self.n_stats,
+                           self.n_stats * sizeof(double))
+                    found = True
+                continue
+            if best.score < INFINITY:
+                # A loss that failed to factorize (INFINITY) bounds nothing.
+                lower = self._side_loss(w, total, a, 0)
+                upper = self._side_loss(w, total, b, 1)
+                if not lower < INFINITY:
+                    lower = 0.0
+                if not upper < INFINITY:
+                    upper = 0.0
+                if lower + upper - slack >= best.score - 1e-10 * fabs(best.score):
+                    w.n_thresholds_scanned += b - a + 1
+                    w.n_thresholds_skipped += b - a + 1
+                    continue
+            mid = (a + b) // 2
+            stack[top] = mid + 1
+            stack[top + 1] = b
+            stack[top + 2] = a
+            stack[top + 3] = mid
+            top += 4
+        return found
+
     cdef bint _consider(self, SplitterWork* w, const double* total,
                         const double* left, Py_ssize_t f, Py_ssize_t b,
                         Py_ssize_t n_left, SplitRecord* best,
@@ -851,7 +973,7 @@ cdef class Splitter:
         cdef bint incremental, found = False
         cdef int perm[MAX_SET_BINS]
         cdef double key[MAX_SET_BINS]
-        cdef Py_ssize_t count, r, cset
+        cdef Py_ssize_t count, r, cset, n_thr
         best.score = INFINITY
         # min_samples_leaf counts training weight (rows when unweighted).
         if not enough_weight(weight, 2.0 * msl):
@@ -863,6 +985,7 @@ cdef class Splitter:
                 count = self._category_order(w, f, hist, perm, key)
                 memset(left, 0, n_stats * sizeof(double))
                 cset = 0
+                n_thr = 0
                 for r in range(count - 1):
                     b = perm[r]
                     h = hist + (off + b) * n_stats
@@ -874,8 +997,14 @@ cdef class Splitter:
                         continue
                     if not enough_weight(weight - left[0], msl):
                         break
-                    if self._consider(w, total, left, f, cset, n_left, best, best_left):
+                    if self.bounded_scan:
+                        # The prefixes of the level order are nested too.
+                        self._keep_threshold(w, n_thr, cset, n_left, left)
+                        n_thr += 1
+                    elif self._consider(w, total, left, f, cset, n_left, best, best_left):
                         found = True
+                if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left):
+                    found = True
                 continue
             if self.missing[f]:
                 r = self._best_missing(w, start, end, f, total, hist, best, best_left)
@@ -891,6 +1020,7 @@ cdef class Splitter:
                     last -= 1
                 memset(left, 0, n_stats * sizeof(double))
                 n_left = 0
+                n_thr = 0
                 for b in range(last):
                     h = hist + (off + b) * n_stats
                     if h[0] == 0.0:
@@ -902,8 +1032,13 @@ cdef class Splitter:
                         continue
                     if not enough_weight(weight - left[0], msl):
                         break
-                    if self._consider(w, total, left, f, b, n_left, best, best_left):
+                    if self.bounded_scan:
+                        self._keep_threshold(w, n_thr, b, n_left, left)
+                        n_thr += 1
+                    elif self._consider(w, total, left, f, b, n_left, best, best_left):
                         found = True
+                if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left):
+                    found = True
                 continue
 
             rows = w.order + f * n + start
