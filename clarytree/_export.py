@@ -610,6 +610,10 @@ class _BinaryFamily(TreeFamily):
         for name in ("gap_lower", "gap_upper"):
             data["tree"][name] = [None if np.isnan(v) else float(v)
                                   for v in np.asarray(getattr(tree, name))]
+        # A missing-versus-present split's threshold is -inf (missing values
+        # left) or +inf (right): null in JSON, restored from missing_go_left.
+        data["tree"]["threshold"] = [None if np.isinf(v) else float(v)
+                                     for v in np.asarray(tree.threshold)]
         prep = getattr(estimator, "_preparation", None)
         if prep is not None:
             data["preparation"] = prep.predict_state()
@@ -628,6 +632,13 @@ class _BinaryFamily(TreeFamily):
         if arrays.get("categories_left") is not None:
             arrays["categories_left"] = np.asarray(
                 arrays["categories_left"], dtype=np.uint32).reshape(-1, CATEGORY_WORDS)
+        threshold = np.asarray(arrays["threshold"], dtype=np.float64)  # null -> NaN
+        if np.isnan(threshold).any():
+            go_left = np.asarray(arrays.get("missing_go_left") or np.zeros(threshold.size),
+                                 dtype=bool)
+            threshold[np.isnan(threshold)] = np.where(go_left, -np.inf, np.inf)[
+                np.isnan(threshold)]
+        arrays["threshold"] = threshold
         for name, unbounded in _UNBOUNDED.items():
             if arrays.get(name) is not None:
                 values = np.asarray(arrays[name], dtype=np.float64)  # null -> NaN

@@ -518,7 +518,7 @@ def test_text_names_levels_and_missing_directions(mixed_model):
 
 def test_json_round_trip_is_bit_identical_on_mixed_tables(mixed_model):
     model, X, _ = mixed_model
-    clone = from_dict(json.loads(json.dumps(to_dict(model))))
+    clone = from_dict(json.loads(json.dumps(to_dict(model), allow_nan=False)))
     new = X.copy()
     new.loc[new.index[:5], "color"] = "purple"        # unseen level
     new.loc[new.index[5:10], "x"] = np.nan
@@ -545,6 +545,28 @@ def test_graphviz_and_plot_carry_levels_and_missing(mixed_model):
     assert any(" in {" in t for t in texts)
     assert any("missing" in t for t in texts)
     plt.close(fig)
+
+
+def test_missing_versus_present_thresholds_round_trip_as_strict_json():
+    # y depends only on whether x0 is missing: the root splits missing versus
+    # present, threshold +inf (every present value left, missing right).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 2))
+    gone = rng.random(400) < 0.3
+    X[gone, 0] = np.nan
+    y = np.where(gone, 5.0, -5.0) + 0.01 * rng.standard_normal(400)
+    model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant").fit(X, y)
+    assert model.tree_.threshold[0] == np.inf and not model.tree_.missing_go_left[0]
+    data = json.loads(json.dumps(to_dict(model), allow_nan=False))
+    clone = from_dict(data)
+    np.testing.assert_array_equal(clone.tree_.threshold, model.tree_.threshold)
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+    # The other orientation (missing left, every present value right: -inf),
+    # as older files may hold it, comes back from missing_go_left.
+    data["tree"]["missing_go_left"][0] = 1
+    flipped = from_dict(data)
+    assert flipped.tree_.threshold[0] == -np.inf
+    np.testing.assert_array_equal(flipped.apply(X), np.where(gone, 1, 2))
 
 
 def test_old_json_without_missing_and_category_fields_still_loads():
