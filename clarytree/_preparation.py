@@ -685,7 +685,9 @@ class Preparation:
 
         Returns
         -------
-        bins : ndarray of shape (n_samples, n_columns), int32
+        bins : ndarray of shape (n_samples, n_columns)
+            uint8 when every column has at most 256 bins (the default pools
+            and level sets), else uint16 up to 65536 bins, else int32.
         order : ndarray of shape (n_columns, n_samples) or (1, n_samples), int32
             Rows sorted by each column's bin, ties by row index (only the
             first column's when no column is swept).
@@ -693,13 +695,15 @@ class Preparation:
         """
         columns = self._split_columns
         n = X.shape[0]
-        bins = np.empty((n, len(columns)), dtype=np.int32)
         n_bins = np.empty(len(columns), dtype=np.int32)
         for c, (f, kind) in enumerate(columns):
             if kind == LEVEL_SET:
                 n_bins[c] = self._n_values(f) + int(f in self._missing_set)
             else:
                 n_bins[c] = self._n_values(f) + (1 if kind == MISSING_BIN else 0)
+        most = int(n_bins.max(initial=1))
+        dtype = np.uint8 if most <= 1 << 8 else np.uint16 if most <= 1 << 16 else np.int32
+        bins = np.empty((n, len(columns)), dtype=dtype)
         order = np.empty((len(columns) if np.any(n_bins > max_hist_bins) else 1, n),
                          dtype=np.int32)
         for c, (f, kind) in enumerate(columns):
@@ -707,8 +711,7 @@ class Preparation:
             if kind == LEVEL_SET:
                 # Level codes; missing (and unseen) values in the last bin.
                 k = len(self.categories_[f])
-                bins[:, c] = np.where(np.isnan(x), k, np.where(np.isnan(x), 0, x)).astype(
-                    np.int32)
+                bins[:, c] = np.where(np.isnan(x), k, np.where(np.isnan(x), 0, x))
                 if c < order.shape[0]:
                     order[c] = np.argsort(bins[:, c], kind="stable")
                 continue

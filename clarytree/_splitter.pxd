@@ -129,7 +129,12 @@ cdef struct CarryState:
 cdef class Splitter:
     cdef readonly Py_ssize_t n_samples
     cdef readonly Py_ssize_t n_features
-    cdef const int[:, ::1] bins         # (n_samples, n_features) threshold bins
+    # (n_samples, n_features) threshold bins, row-major, stored as uint8,
+    # uint16 or int32 (bin_width bytes: the narrowest that holds every
+    # feature's bins); read them with bin() / bins_row().
+    cdef object bins_array
+    cdef const void* bin_data
+    cdef readonly int bin_width
     cdef int[:, ::1] order              # (n_features, n_samples) sorted rows
     cdef const int[::1] n_bins          # bins per feature (thresholds + 1)
     # 1 for a categorical feature searched by level sets: its bins are level
@@ -156,6 +161,34 @@ cdef class Splitter:
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
     cdef Py_ssize_t max_thresholds      # per histogram feature
+
+    cdef inline Py_ssize_t bin(self, Py_ssize_t row, Py_ssize_t f) noexcept nogil:
+        # One predictable branch per read: the width is fixed for a fit.
+        cdef Py_ssize_t i = row * self.n_features + f
+        if self.bin_width == 1:
+            return (<const unsigned char*>self.bin_data)[i]
+        if self.bin_width == 2:
+            return (<const unsigned short*>self.bin_data)[i]
+        return (<const int*>self.bin_data)[i]
+
+    cdef inline void bins_row(self, Py_ssize_t row, int* out) noexcept nogil:
+        # Every feature's bin of one row, as ints.
+        cdef Py_ssize_t f, nf = self.n_features
+        cdef const unsigned char* b8
+        cdef const unsigned short* b16
+        cdef const int* b32
+        if self.bin_width == 1:
+            b8 = <const unsigned char*>self.bin_data + row * nf
+            for f in range(nf):
+                out[f] = b8[f]
+        elif self.bin_width == 2:
+            b16 = <const unsigned short*>self.bin_data + row * nf
+            for f in range(nf):
+                out[f] = b16[f]
+        else:
+            b32 = <const int*>self.bin_data + row * nf
+            for f in range(nf):
+                out[f] = b32[f]
 
     # Per-thread scratch.  With own_order the struct gets its own copy of
     # the row orders (fill a node's segment with copy_segment); otherwise it

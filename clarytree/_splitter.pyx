@@ -103,9 +103,10 @@ cdef class Splitter:
 
     Parameters
     ----------
-    bins : ndarray of shape (n_samples, n_features), int32
+    bins : ndarray of shape (n_samples, n_features), uint8, uint16 or int32
         ``bins[i, f]`` is the number of pool thresholds of feature ``f``
         strictly below ``X[i, f]``; so ``X[i, f] <= t_j`` iff ``bins[i, f] <= j``.
+        C-contiguous; it is read in place (kept alive, never written).
     order : ndarray of shape (n_features, n_samples), int32
         Row indices sorted by each feature (modified in place while building).
     n_bins : ndarray of shape (n_features,), int32
@@ -138,7 +139,7 @@ cdef class Splitter:
         is the same either way; False evaluates every threshold (tests).
     """
 
-    def __init__(self, const int[:, ::1] bins, int[:, ::1] order,
+    def __init__(self, bins, int[:, ::1] order,
                  const int[::1] n_bins, Py_ssize_t min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
                  route=SearchRoute.AUTO, *, bint grouped_sums=True, categorical=None,
@@ -149,14 +150,37 @@ cdef class Splitter:
             route = SearchRoute(route)
         except ValueError:
             raise ValueError(f"route must be a SearchRoute, got {route!r}") from None
+        cdef const unsigned char[:, ::1] bins8
+        cdef const unsigned short[:, ::1] bins16
+        cdef const int[:, ::1] bins32
+        bins = np.asarray(bins)
+        if bins.ndim != 2:
+            raise ValueError(f"bins must be 2-D, got shape {bins.shape}")
         self.n_samples = bins.shape[0]
         self.n_features = bins.shape[1]
         if self.n_samples < 1 or self.n_features < 1:
             raise ValueError("need at least one row and one feature")
+        if bins.dtype == np.uint8:
+            bins8 = bins
+            self.bin_data = &bins8[0, 0]
+            self.bin_width = 1
+        elif bins.dtype == np.uint16:
+            bins16 = bins
+            self.bin_data = &bins16[0, 0]
+            self.bin_width = 2
+        elif bins.dtype == np.int32:
+            bins32 = bins
+            self.bin_data = &bins32[0, 0]
+            self.bin_width = 4
+        else:
+            raise TypeError(f"bins must be uint8, uint16 or int32, got {bins.dtype}")
+        if self.bin_width < 4 and np.max(n_bins) > 1 << (8 * self.bin_width):
+            raise ValueError(f"{bins.dtype} bins hold at most {1 << (8 * self.bin_width)} "
+                             f"bins per feature, n_bins has {np.max(n_bins)}")
+        self.bins_array = bins
         if order.shape[1] != self.n_samples or order.shape[0] not in (1, self.n_features):
             raise ValueError("order must have shape (n_features, n_samples), or "
                              "(1, n_samples) when every feature is a histogram feature")
-        self.bins = bins
         self.order = order
         self.n_bins = n_bins
         self.categorical = (np.zeros(self.n_features, dtype=np.uint8) if categorical is None
@@ -366,7 +390,7 @@ cdef class Splitter:
                 off = self.hist_offset[f]
                 if off < 0:
                     continue
-                off += self.bins[row, f]
+                off += self.bin(row, f)
                 keys[off] += key
                 h = hist + off * n_stats
                 for s in range(n_stats):
@@ -406,7 +430,7 @@ cdef class Splitter:
                     dst[j] = src[j]
                 if with_hist:
                     rk[i] = _row_key(row)
-                    memcpy(bb + i * nf, &self.bins[row, 0], nf * sizeof(int))
+                    self.bins_row(row, bb + i * nf)
             packed_add_gram(total, G0, m, q, w.gram)
             for f in range(nf):
                 off = self.hist_offset[f]
@@ -463,12 +487,12 @@ cdef class Splitter:
         for b in range(nb):
             counts[b] = 0
         for i in range(end - start):
-            counts[self.bins[rows[i], feature]] += 1
+            counts[self.bin(rows[i], feature)] += 1
         for b in range(nb):
             acc, counts[b] = acc + counts[b], acc
         for i in range(end - start):
             row = rows[i]
-            b = self.bins[row, feature]
+            b = self.bin(row, feature)
             out[counts[b]] = <int>row
             counts[b] += 1
 
@@ -542,7 +566,7 @@ cdef class Splitter:
             memcpy(keys, state.prefix_keys, self.hist_size * sizeof(unsigned long long))
             state.with_missing = False
         first = state.pos
-        while state.pos < m and self.bins[state.rows[state.pos], f] <= b:
+        while state.pos < m and self.bin(state.rows[state.pos], f) <= b:
             state.pos += 1
         state.bin = b
         self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys,
@@ -567,7 +591,7 @@ cdef class Splitter:
         cdef Py_ssize_t hi = m, mid
         while lo < hi:
             mid = (lo + hi) // 2
-            if self.bins[rows[mid], f] <= b:
+            if self.bin(rows[mid], f) <= b:
                 lo = mid + 1
             else:
                 hi = mid
@@ -823,7 +847,7 @@ cdef class Splitter:
                     found = 1
         else:
             rows = w.order + f * self.n_samples + start
-            if self.bins[rows[m - 1], f] != nb - 1:
+            if self.bin(rows[m - 1], f) != nb - 1:
                 return -1
             # Rows sorted by bin: present rows [0, mp), missing rows after.
             mp = self._bin_end(rows, m, f, nb - 2, 0)
@@ -833,8 +857,8 @@ cdef class Splitter:
             w.n_bulk_sweeps += 1
             for i in range(mp - 1):
                 add_row(&w.crit, left, rows[i])
-                b = self.bins[rows[i], f]
-                if b == self.bins[rows[i + 1], f]:
+                b = self.bin(rows[i], f)
+                if b == self.bin(rows[i + 1], f):
                     continue
                 if not enough_weight(total[0] - left[0], msl):
                     break
@@ -916,7 +940,7 @@ cdef class Splitter:
                     count += 1
         else:
             rows = w.order + f * self.n_samples + start
-            if self.bins[rows[m - 1], f] != nb - 1:
+            if self.bin(rows[m - 1], f) != nb - 1:
                 return -1
             mp = self._bin_end(rows, m, f, nb - 2, 0)
             memset(miss, 0, n_stats * sizeof(double))
@@ -928,8 +952,8 @@ cdef class Splitter:
             for i in range(mp - 1):
                 add_row(&w.crit, left, rows[i])
                 key += _row_key(rows[i])
-                b = self.bins[rows[i], f]
-                if b == self.bins[rows[i + 1], f]:
+                b = self.bin(rows[i], f)
+                if b == self.bin(rows[i + 1], f):
                     continue
                 if not enough_weight(total[0] - left[0], msl):
                     break
@@ -1042,7 +1066,7 @@ cdef class Splitter:
                 continue
 
             rows = w.order + f * n + start
-            if self.bins[rows[0], f] == self.bins[rows[m - 1], f]:
+            if self.bin(rows[0], f) == self.bin(rows[m - 1], f):
                 continue        # constant on this node: no threshold separates
             incremental = self._use_incremental(m, f)
             if incremental:
@@ -1060,8 +1084,8 @@ cdef class Splitter:
                     add_row(&w.crit, left, row)
                 root = W[row * q]
                 w_left += root * root
-                bin_i = self.bins[row, f]
-                bin_next = self.bins[rows[i + 1], f]
+                bin_i = self.bin(row, f)
+                bin_next = self.bin(rows[i + 1], f)
                 if bin_i == bin_next:
                     continue    # tied bin: no threshold between these rows
                 n_left = i + 1
@@ -1164,14 +1188,14 @@ cdef class Splitter:
                     count += 1
                 continue
             rows = w.order + f * n + start
-            if self.bins[rows[0], f] == self.bins[rows[m - 1], f]:
+            if self.bin(rows[0], f) == self.bin(rows[m - 1], f):
                 continue
             for i in range(m - 1):
                 key += _row_key(rows[i])
                 root = W[rows[i] * q]
                 w_left += root * root
-                bin_i = self.bins[rows[i], f]
-                if bin_i == self.bins[rows[i + 1], f]:
+                bin_i = self.bin(rows[i], f)
+                if bin_i == self.bin(rows[i + 1], f):
                     continue
                 n_left = i + 1
                 if not enough_weight(w_left, msl):
@@ -1202,18 +1226,18 @@ cdef class Splitter:
         if self.categorical[feature]:
             for i in range(m):
                 row = rows[i]
-                mask[row] = (bin >> self.bins[row, feature]) & 1
+                mask[row] = (bin >> self.bin(row, feature)) & 1
         elif self.missing[feature] and bin & MISSING_LEFT_BIT:
             # Present rows up to the threshold, and the missing bin.
             b = bin & ~(<Py_ssize_t>MISSING_LEFT_BIT)
             last = self.n_bins[feature] - 1
             for i in range(m):
                 row = rows[i]
-                mask[row] = (self.bins[row, feature] <= b) | (self.bins[row, feature] == last)
+                mask[row] = (self.bin(row, feature) <= b) | (self.bin(row, feature) == last)
         else:
             for i in range(m):
                 row = rows[i]
-                mask[row] = self.bins[row, feature] <= bin
+                mask[row] = self.bin(row, feature) <= bin
         for g in range(self.n_orders):
             seg = w.order + g * n + start
             write = 0

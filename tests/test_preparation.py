@@ -236,3 +236,24 @@ def test_row_orders_only_when_a_column_is_swept():
     assert data.order.shape == (3, 400)
     for c in range(3):
         assert np.all(np.diff(data.bins[data.order[c], c]) >= 0)
+
+
+@pytest.mark.parametrize(("n_thresholds", "dtype"),
+                         [(20, np.uint8), (254, np.uint8), (255, np.uint16), (None, np.uint16)])
+def test_bins_are_the_narrowest_type_the_pools_allow(n_thresholds, dtype):
+    """At most 256 bins per column: uint8; more: uint16 (int32 past 65536).
+
+    The column with missing values has its pool and two more bins (254
+    thresholds: 256 bins)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1200, 3))
+    X[rng.random(1200) < 0.1, 1] = np.nan       # a missing bin on top of the pool
+    y = rng.normal(size=1200)
+    prep, data, _ = prepare(X, y, n_thresholds=n_thresholds)
+    assert data.bins.dtype == dtype
+    assert data.n_bins.max() <= np.iinfo(dtype).max + 1
+    for c, (f, _) in enumerate(prep.split_columns()):
+        present = ~np.isnan(X[:, f])
+        expected = np.where(present, np.searchsorted(prep.thresholds_[f], X[:, f]),
+                            len(prep.thresholds_[f]) + 1)
+        np.testing.assert_array_equal(data.bins[:, c], expected)

@@ -98,3 +98,37 @@ def test_grouped_search_sums_leave_the_fitted_tree_bitwise_unchanged(lookahead, 
     assert obj_a == obj_b
     for name in nodes_a:
         np.testing.assert_array_equal(nodes_a[name], nodes_b[name], err_msg=name)
+
+
+@pytest.mark.parametrize("width", [np.uint8, np.uint16])
+def test_narrow_bins_give_the_int32_statistics_and_splits(width):
+    """uint8 / uint16 bins are read as the int32 ones: same sums, same tree."""
+    make, W, ridge, bins, order, n_bins = problem(2000, 3, swept=width is np.uint16)
+    if width is np.uint8:
+        assert n_bins.max() <= 256
+    assert np.array_equal(bins.astype(width), bins)
+    results = []
+    for b in (bins, bins.astype(width)):
+        crit = make(W, ridge)
+        splitter = Splitter(b, order.copy(), n_bins, 5, crit)
+        assert splitter.bin_width == b.dtype.itemsize
+        stats = splitter._node_stats(0, 2000, True)
+        ctx = BuildContext(splitter, crit, 4, 1e-3, 5)
+        objective, nodes = _assemble_builder(ctx, 1, 4).build()
+        results.append((stats, objective, nodes))
+    (s32, o32, n32), (s8, o8, n8) = results
+    for a, b in zip(s32, s8, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert o32 == o8
+    for key in n32:
+        np.testing.assert_array_equal(n32[key], n8[key], err_msg=key)
+
+
+def test_bins_dtype_and_width_are_checked():
+    make, W, ridge, bins, order, n_bins = problem(300, 1, swept=True)
+    crit = make(W, ridge)
+    with pytest.raises(TypeError, match="uint8, uint16 or int32"):
+        Splitter(bins.astype(np.int64), order, n_bins, 5, crit)
+    assert n_bins.max() > 256
+    with pytest.raises(ValueError, match="at most 256 bins"):
+        Splitter(bins.astype(np.uint8), order, n_bins, 5, crit)
