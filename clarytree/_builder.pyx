@@ -33,7 +33,7 @@ from ._memo cimport (
     memo_open, memo_close, memo_merge,
 )
 from ._splitter cimport (
-    Splitter, SplitRecord, Candidate, CarryState, enough_weight, improves,
+    Splitter, SplitRecord, Candidate, CarryState, enough_weight, improves, tie_floor,
 )
 from ._tree cimport TREE_LEAF, TREE_UNDEFINED
 
@@ -1015,6 +1015,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         # memo's content does not depend on how threads share a wave.
         cdef bint waves = self.ctx.memo_on and not ws.memo.open
         cdef double wave_bound = INFINITY
+        cdef double floor = tie_floor(self.ctx.total(ws, depth, side), self.ctx.n_stats)
 
         if self.ctx.time_up:
             # Out of time: this node and everything below it is greedy.
@@ -1119,7 +1120,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         # The tie rule, applied in candidate order to the per-candidate slots.
         best = INFINITY
         for i in range(n_cand):
-            if improves(score[i], best):
+            if improves(score[i], best, floor):
                 best = score[i]
                 winner = i
         if winner < 0:
@@ -1276,6 +1277,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         """
         cdef Py_ssize_t mid, d = depth + 1
         cdef double left, right
+        cdef double floor = tie_floor(self.ctx.total(ws, depth, side), self.ctx.n_stats)
         cdef bint carried = self.splitter.n_swept == 0
         score[0] = INFINITY
         # With histogram features only, the left child's statistics are
@@ -1298,7 +1300,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                                   self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
                                   self.ctx.keys(ws, depth, side), False)
         self.inner.grow(ws, start, mid, d, 0, remaining - 1, False, &left)
-        if not improves(bound, left):
+        if not improves(bound, left, floor):
             self.inner.grow(ws, mid, end, d, 1, remaining - 1, False, &right)
             score[0] = left + right
         ws.n_evaluations += 1
@@ -1328,6 +1330,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         cdef SplitRecord greedy
         cdef bint report = depth == 0 and ws.is_main and self.ctx.progress is not None
         cdef bint root = depth == 0, cut = False, exact_inner
+        cdef double floor = tie_floor(self.ctx.total(ws, depth, side), self.ctx.n_stats)
 
         for k in range(n_group):
             winner[group[k]] = -1
@@ -1426,7 +1429,7 @@ cdef class LookaheadBuilder(TreeBuilder):
             g = group[k]
             best = INFINITY
             for i in range(n_cand):
-                if improves(score[i * n + g], best):
+                if improves(score[i * n + g], best, floor):
                     best = score[i * n + g]
                     winner[g] = i
             if winner[g] >= 0:
@@ -1450,6 +1453,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         cdef double* right = &path.values[t, d, 1, 0]
         cdef double* bound = &path.bound[t, depth, 0]
         cdef Py_ssize_t* need_right = &path.groups[t, d, 1, 0]
+        cdef double floor = tie_floor(self.ctx.total(ws, depth, side), self.ctx.n_stats)
         for k in range(n_group):
             score[group[k]] = INFINITY
         if carried:
@@ -1472,7 +1476,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                              n_group, left)
         for k in range(n_group):
             g = group[k]
-            if not improves(bound[g], left[g]):
+            if not improves(bound[g], left[g], floor):
                 need_right[n_right] = g
                 n_right += 1
         if n_right > 0:

@@ -17,15 +17,24 @@ from libc.math cimport INFINITY, fabs
 from ._criterion cimport Criterion, CriterionWork
 
 
-cdef inline bint improves(double score, double best) noexcept nogil:
-    # Scores within 1e-10 (relative) of the incumbent count as ties, which go
-    # to the first candidate in (feature, threshold) order: mathematically
-    # equal scores (e.g. the same leaves reached through splits taken in
-    # another order) must not be decided by rounding, which depends on the
-    # summation route and the platform.
+cdef inline double tie_floor(const double* total, Py_ssize_t n_stats) noexcept nogil:
+    # The absolute part of the tie tolerance (see ``improves``) at a node:
+    # 1e-12 of its sum(w y^2), the last packed statistic.  Its losses are
+    # computed from sums of that magnitude, so their rounding noise scales
+    # with it, not with the (possibly tiny) losses themselves.
+    return 1e-12 * fabs(total[n_stats - 1])
+
+
+cdef inline bint improves(double score, double best, double floor) noexcept nogil:
+    # Scores within 1e-10 (relative) of the incumbent, or within ``floor``
+    # (``tie_floor`` of the node), count as ties, which go to the first
+    # candidate in (feature, threshold) order: mathematically equal scores
+    # (e.g. the same leaves reached through splits taken in another order,
+    # or two exact fits whose losses are rounding noise) must not be decided
+    # by rounding, which depends on the summation route and the platform.
     if best == INFINITY:
         return score < best
-    return score < best - 1e-10 * fabs(best)
+    return score < best - max(1e-10 * fabs(best), floor)
 
 
 cdef inline bint enough_weight(double weight, double needed) noexcept nogil:

@@ -14,7 +14,7 @@ from ._criterion cimport (
 )
 from ._linalg cimport packed_add_gram
 from ._splitter cimport (
-    SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves,
+    SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves, tie_floor,
     MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
 )
 
@@ -702,6 +702,7 @@ cdef class Splitter:
         cdef Py_ssize_t stack[256]
         cdef double score, lower, upper, slack
         cdef bint found = False
+        cdef double floor = tie_floor(total, self.n_stats)
         slack = BOUND_SLACK * fabs(total[self.n_stats - 1])
         stack[0] = 0
         stack[1] = count - 1
@@ -713,7 +714,7 @@ cdef class Splitter:
             if a == b:
                 w.n_thresholds_scanned += 1
                 score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
-                if improves(score, best.score):
+                if improves(score, best.score, floor):
                     best.score = score
                     best.feature = f
                     best.bin = w.thr_bin[a]
@@ -730,7 +731,7 @@ cdef class Splitter:
                     lower = 0.0
                 if not upper < INFINITY:
                     upper = 0.0
-                if lower + upper - slack >= best.score - 1e-10 * fabs(best.score):
+                if not improves(lower + upper - slack, best.score, floor):
                     w.n_thresholds_scanned += b - a + 1
                     w.n_thresholds_skipped += b - a + 1
                     continue
@@ -753,7 +754,7 @@ cdef class Splitter:
             right[s] = total[s] - left[s]
         score = (self.criterion.loss(left, &w.crit)
                  + self.criterion.loss(right, &w.crit))
-        if improves(score, best.score):
+        if improves(score, best.score, tie_floor(total, self.n_stats)):
             best.score = score
             best.feature = f
             best.bin = b
@@ -794,7 +795,7 @@ cdef class Splitter:
             alt[s] = left[s] + miss[s]
         if enough_weight(alt[0], msl) and enough_weight(total[0] - alt[0], msl):
             score_left = self._children_loss(w, total, alt)
-        if improves(score_left, score_right):
+        if improves(score_left, score_right, tie_floor(total, self.n_stats)):
             score[0] = score_left
             return 1
         if score_right == INFINITY:
@@ -821,6 +822,7 @@ cdef class Splitter:
         cdef const double* h
         cdef const int* rows
         cdef double score, msl = <double>self.min_samples_leaf
+        cdef double floor = tie_floor(total, n_stats)
         cdef int found = 0
         memset(left, 0, n_stats * sizeof(double))
         if off >= 0:
@@ -840,7 +842,7 @@ cdef class Splitter:
                 if not enough_weight(total[0] - left[0], msl):
                     break       # the right child shrinks further on either side
                 side = self._missing_side(w, total, left, miss, msl, &score)
-                if side >= 0 and improves(score, best.score):
+                if side >= 0 and improves(score, best.score, floor):
                     n_left = <Py_ssize_t>(alt[0] if side else left[0])
                     self._record(best, best_left, f, b | (side * MISSING_LEFT_BIT),
                                  n_left, score, alt if side else left)
@@ -863,7 +865,7 @@ cdef class Splitter:
                 if not enough_weight(total[0] - left[0], msl):
                     break
                 side = self._missing_side(w, total, left, miss, msl, &score)
-                if side >= 0 and improves(score, best.score):
+                if side >= 0 and improves(score, best.score, floor):
                     self._record(best, best_left, f, b | (side * MISSING_LEFT_BIT),
                                  i + 1 + side * (m - mp), score, alt if side else left)
                     found = 1
@@ -873,7 +875,7 @@ cdef class Splitter:
             alt[s] = total[s] - miss[s]
         if enough_weight(alt[0], msl) and enough_weight(miss[0], msl):
             score = self._children_loss(w, total, alt)
-            if improves(score, best.score):
+            if improves(score, best.score, floor):
                 n_left = <Py_ssize_t>alt[0] if off >= 0 else mp
                 self._record(best, best_left, f, nb - 2, n_left, score, alt)
                 found = 1
@@ -1095,7 +1097,7 @@ cdef class Splitter:
                     break
                 if incremental:
                     score = sweep_left_loss(&w.crit) + sweep_right_loss(&w.crit)
-                    if improves(score, best.score):
+                    if improves(score, best.score, tie_floor(total, n_stats)):
                         best.score = score
                         best.feature = f
                         best.bin = bin_i
