@@ -59,6 +59,8 @@ PLAIN, MISSING_BIN, LEVEL_SET = 0, 1, 2
 # (the splitter's bit-mask width); more levels are binned by their overall
 # order (see Preparation._category_ranks).
 MAX_SET_BINS = 63
+# Rows per block when binning a column.
+BIN_BLOCK = 1 << 16
 
 
 # --------------------------------------------------------------------------
@@ -72,26 +74,58 @@ def _pow2_magnitude(a, axis=None):
     return np.exp2(np.floor(np.log2(np.where(top > 0, top, 1.0))))
 
 
-def _column_moments(X):
-    """Column means and standard deviations (1 for numerically constant columns).
+# Rows per block of _column_moments: its sums go one row after another
+# through blocks of this many rows, each starting from the running sum.
+MOMENT_BLOCK = 1 << 15
+
+
+def _column_moments(X, columns):
+    """Means and standard deviations of ``X[:, columns]`` (1 for constant columns).
 
     Computed on the columns divided by a power of two near their magnitude,
     so huge values do not overflow the squares and tiny ones do not count as
-    constant; for ordinary data the result is bitwise that of ``X.std``.
+    constant; for ordinary data the result is bitwise that of
+    ``X[:, columns].mean(0)`` and ``.std(0)`` (numpy's arithmetic: sum / n,
+    then the sum of squared deviations / n), without a copy of the columns.
     """
-    scale = _pow2_magnitude(X, axis=0)
-    # In place on the caller's copy of the columns (X[:, reg]), with numpy's
-    # own mean/var arithmetic (sum / n, then the sum of squared deviations
-    # / n), so the result is bitwise X.mean(0), X.std(0) without two
-    # full-size temporaries.
-    n = X.shape[0]
-    scaled = np.divide(X, scale, out=X)
-    mean = np.add.reduce(scaled, axis=0, keepdims=True)
-    mean = np.true_divide(mean, n, out=mean)
-    deviation = np.subtract(scaled, mean, out=scaled)
-    np.multiply(deviation, deviation, out=deviation)
-    std = np.sqrt(np.true_divide(np.add.reduce(deviation, axis=0), n))
-    mean = mean[0]
+    columns = np.asarray(columns, dtype=np.intp)
+    n, k = X.shape[0], columns.shape[0]
+    # max |x| without an |X| temporary: max(max x, -min x).
+    top = np.array([max(X[:, f].max(initial=0.0), -X[:, f].min(initial=0.0))
+                    for f in columns], dtype=np.float64)
+    scale = np.exp2(np.floor(np.log2(np.where(top > 0, top, 1.0))))
+    if k < 2:
+        # numpy sums a single column pairwise: on its own copy, in place.
+        scaled = np.divide(X[:, columns], scale)
+        mean = np.true_divide(np.add.reduce(scaled, axis=0), n)
+        deviation = np.subtract(scaled, mean, out=scaled)
+        np.multiply(deviation, deviation, out=deviation)
+        std = np.sqrt(np.true_divide(np.add.reduce(deviation, axis=0), n))
+        return mean * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
+    # Along axis 0 of a C-ordered matrix of two or more columns numpy adds
+    # one row after another; so do these blocks, whose row 0 carries the
+    # running sum into the next block.
+    block = np.empty((min(n, MOMENT_BLOCK) + 1, k))
+
+    def row_sum(centre):
+        total = None
+        for lo in range(0, n, MOMENT_BLOCK):
+            hi = min(n, lo + MOMENT_BLOCK)
+            rows = block[1:hi - lo + 1]
+            np.take(X[lo:hi], columns, axis=1, out=rows)
+            np.divide(rows, scale, out=rows)
+            if centre is not None:
+                np.subtract(rows, centre, out=rows)
+                np.multiply(rows, rows, out=rows)
+            if total is None:
+                total = np.add.reduce(rows, axis=0)
+            else:
+                block[0] = total
+                total = np.add.reduce(block[:hi - lo + 1], axis=0)
+        return total
+
+    mean = np.true_divide(row_sum(None), n)
+    std = np.sqrt(np.true_divide(row_sum(mean), n))
     return mean * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
 
 
@@ -542,7 +576,7 @@ class Preparation:
         self.split_only_features_ = np.setdiff1d(np.arange(n_features), reg)
 
         if w is None and not missing[reg].any():
-            mean, std = _column_moments(X_enc[:, reg])
+            mean, std = _column_moments(X_enc, reg)
         else:
             moments = [_weighted_moments(X_enc[:, f], w) for f in reg]
             mean = np.array([m for m, _ in moments], dtype=np.float64)
@@ -707,25 +741,27 @@ class Preparation:
         order = np.empty((len(columns) if np.any(n_bins > max_hist_bins) else 1, n),
                          dtype=np.int32)
         for c, (f, kind) in enumerate(columns):
-            x = X[:, f]
-            if kind == LEVEL_SET:
-                # Level codes; missing (and unseen) values in the last bin.
-                k = len(self.categories_[f])
-                bins[:, c] = np.where(np.isnan(x), k, np.where(np.isnan(x), 0, x))
-                if c < order.shape[0]:
-                    order[c] = np.argsort(bins[:, c], kind="stable")
-                continue
-            if self.is_categorical_[f]:
-                value_bin = self._ranks[f][np.where(np.isnan(x), 0, x).astype(np.intp)]
-            else:
-                value_bin = np.searchsorted(self.thresholds_[f], x, side="left")
-            if kind == PLAIN:
-                bins[:, c] = value_bin
-            else:
-                bins[:, c] = np.where(np.isnan(x), self._n_values(f), value_bin)
+            # In blocks of rows: the temporaries stay small beside the bins.
+            for lo in range(0, n, BIN_BLOCK):
+                hi = min(n, lo + BIN_BLOCK)
+                bins[lo:hi, c] = self._column_bins(X[lo:hi, f], f, kind)
             if c < order.shape[0]:
                 order[c] = np.argsort(bins[:, c], kind="stable")
         return bins, order, n_bins
+
+    def _column_bins(self, x, f, kind):
+        """Bins of the values ``x`` of feature ``f`` in a split column of ``kind``."""
+        missing = np.isnan(x)
+        if kind == LEVEL_SET:
+            # Level codes; missing (and unseen) values in the last bin.
+            return np.where(missing, len(self.categories_[f]), x)
+        if self.is_categorical_[f]:
+            value_bin = self._ranks[f][np.where(missing, 0, x).astype(np.intp)]
+        else:
+            value_bin = np.searchsorted(self.thresholds_[f], x, side="left")
+        if kind == PLAIN:
+            return value_bin
+        return np.where(missing, self._n_values(f), value_bin)
 
     def split(self, column, b):
         """The tree test of a split at bin ``b`` of split column ``column``.
@@ -804,10 +840,12 @@ class Preparation:
         lo = {f: np.full(count, np.inf) for f in numeric}
         hi = {f: np.full(count, -np.inf) for f in numeric}
         for f in numeric:
-            x = X[:, f]
-            present = ~np.isnan(x)
-            np.minimum.at(lo[f], leaves[present], x[present])
-            np.maximum.at(hi[f], leaves[present], x[present])
+            x, at = X[:, f], leaves
+            if f in self._missing_set:
+                present = ~np.isnan(x)
+                x, at = x[present], leaves[present]
+            np.minimum.at(lo[f], at, x)
+            np.maximum.at(hi[f], at, x)
         # Children follow their parent in preorder: sum subtrees bottom-up.
         for node in internal[::-1]:
             a, b = left[node], right[node]
