@@ -74,59 +74,32 @@ def _pow2_magnitude(a, axis=None):
     return np.exp2(np.floor(np.log2(np.where(top > 0, top, 1.0))))
 
 
-# Rows per block of _column_moments: its sums go one row after another
-# through blocks of this many rows, each starting from the running sum.
-MOMENT_BLOCK = 1 << 15
-
-
 def _column_moments(X, columns):
     """Means and standard deviations of ``X[:, columns]`` (1 for constant columns).
 
     Computed on the columns divided by a power of two near their magnitude,
     so huge values do not overflow the squares and tiny ones do not count as
-    constant; for ordinary data the result is bitwise that of
-    ``X[:, columns].mean(0)`` and ``.std(0)`` (numpy's arithmetic: sum / n,
-    then the sum of squared deviations / n), without a copy of the columns.
+    constant, with numpy's arithmetic (a pairwise sum / n, then the pairwise
+    sum of squared deviations / n): for ordinary data bitwise
+    ``X[:, columns].mean(0)`` and ``.std(0)``.  One column at a time, so
+    the temporaries are one column, not a copy of them all.
     """
     columns = np.asarray(columns, dtype=np.intp)
     n, k = X.shape[0], columns.shape[0]
-    # max |x| without an |X| temporary: max(max x, -min x).
-    top = np.array([max(X[:, f].max(initial=0.0), -X[:, f].min(initial=0.0))
-                    for f in columns], dtype=np.float64)
-    scale = np.exp2(np.floor(np.log2(np.where(top > 0, top, 1.0))))
-    if k < 2:
-        # numpy sums a single column pairwise: on its own copy, in place.
-        scaled = np.divide(X[:, columns], scale)
-        mean = np.true_divide(np.add.reduce(scaled, axis=0), n)
-        deviation = np.subtract(scaled, mean, out=scaled)
+    mean, std = np.empty(k), np.empty(k)
+    for j, f in enumerate(columns):
+        x = X[:, f]
+        # max |x| without an |x| temporary: max(max x, -min x).
+        top = max(x.max(initial=0.0), -x.min(initial=0.0))
+        scale = np.exp2(np.floor(np.log2(top if top > 0 else 1.0)))
+        scaled = np.divide(x, scale)            # contiguous: numpy sums pairwise
+        centre = np.add.reduce(scaled) / n
+        deviation = np.subtract(scaled, centre, out=scaled)
         np.multiply(deviation, deviation, out=deviation)
-        std = np.sqrt(np.true_divide(np.add.reduce(deviation, axis=0), n))
-        return mean * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
-    # Along axis 0 of a C-ordered matrix of two or more columns numpy adds
-    # one row after another; so do these blocks, whose row 0 carries the
-    # running sum into the next block.
-    block = np.empty((min(n, MOMENT_BLOCK) + 1, k))
-
-    def row_sum(centre):
-        total = None
-        for lo in range(0, n, MOMENT_BLOCK):
-            hi = min(n, lo + MOMENT_BLOCK)
-            rows = block[1:hi - lo + 1]
-            np.take(X[lo:hi], columns, axis=1, out=rows)
-            np.divide(rows, scale, out=rows)
-            if centre is not None:
-                np.subtract(rows, centre, out=rows)
-                np.multiply(rows, rows, out=rows)
-            if total is None:
-                total = np.add.reduce(rows, axis=0)
-            else:
-                block[0] = total
-                total = np.add.reduce(block[:hi - lo + 1], axis=0)
-        return total
-
-    mean = np.true_divide(row_sum(None), n)
-    std = np.sqrt(np.true_divide(row_sum(mean), n))
-    return mean * scale, np.where(std < STD_FLOOR, 1.0, std * scale)
+        spread = np.sqrt(np.add.reduce(deviation) / n)
+        mean[j] = centre * scale
+        std[j] = 1.0 if spread < STD_FLOOR else spread * scale
+    return mean, std
 
 
 def _weighted_moments(x, w):

@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clarytree import CLARITreeRegressor
-from clarytree._preparation import MISSING_BIN, OTHER, PLAIN, Preparation
+from clarytree._preparation import (
+    MISSING_BIN,
+    OTHER,
+    PLAIN,
+    Preparation,
+    _column_moments,
+)
 from clarytree._thresholds import threshold_pool
 
 
@@ -257,3 +263,19 @@ def test_bins_are_the_narrowest_type_the_pools_allow(n_thresholds, dtype):
         expected = np.where(present, np.searchsorted(prep.thresholds_[f], X[:, f]),
                             len(prep.thresholds_[f]) + 1)
         np.testing.assert_array_equal(data.bins[:, c], expected)
+
+
+@pytest.mark.parametrize("columns", [[2], [0, 2], [0, 1, 2, 3]])
+@pytest.mark.parametrize("n", [5, 1000, 65539])
+def test_column_moments_are_numpys_without_a_copy(n, columns):
+    """Bitwise numpy's mean and std of the power-of-two-scaled columns
+    (``X[:, columns]`` is a Fortran-ordered copy: pairwise sums per column)."""
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 4)) * [1e-3, 7.0, 1e5, 1.0] + [0.0, -3.0, 2e5, 0.5]
+    X[:, 3] = 0.25                                  # constant: std 1
+    Xc = X[:, columns]
+    scale = np.exp2(np.floor(np.log2(np.abs(Xc).max(axis=0))))
+    mean, std = _column_moments(X, columns)
+    np.testing.assert_array_equal(mean, (Xc / scale).mean(axis=0) * scale)
+    expected = (Xc / scale).std(axis=0) * scale
+    np.testing.assert_array_equal(std, np.where(expected < 1e-12, 1.0, expected))
