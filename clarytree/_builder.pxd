@@ -2,7 +2,7 @@
 # a node's split: greedy (CholeskyTree) and lookahead (CLARITree).
 
 from ._criterion cimport Criterion
-from ._memo cimport MemoScope, MemoTable
+from ._memo cimport MemoKey, MemoScope, MemoTable
 from ._splitter cimport Splitter, SplitterWork, Candidate, CarryState, SplitRecord
 
 
@@ -14,6 +14,21 @@ cdef struct NodeRecord:
     Py_ssize_t n_samples
     Py_ssize_t depth
     double loss                  # leaf objective of the node's rows (no penalty)
+
+
+cdef struct ChildCache:
+    # The left child's statistics of the last split taken at a completion
+    # node (see TreeBuilder._carried_children): which split, which sort of
+    # the carried rows and how far along them its node reached.
+    bint valid
+    unsigned long long gen
+    unsigned long long used     # when last used (least recently used goes)
+    Py_ssize_t pos
+    Py_ssize_t feature
+    Py_ssize_t bin
+    double* total
+    double* hist
+    unsigned long long* keys
 
 
 cdef struct Workspace:
@@ -41,6 +56,14 @@ cdef struct Workspace:
     Py_ssize_t done
     bint cut
     MemoScope memo               # this thread's memo scope (see _memo.pxd)
+    # Per depth: the carried sweep whose candidate's child is being grown
+    # there (NULL: none); per side of that child, its last split's left
+    # child (see TreeBuilder._carried_children).
+    CarryState** carried
+    ChildCache child_cache[4]    # CHILD_CACHE_WAYS per side
+    unsigned long long child_cache_clock
+    void* child_cache_block
+    unsigned long long n_carried_children
 
 
 cdef class BuildContext:
@@ -76,6 +99,7 @@ cdef class BuildContext:
     cdef MemoScope** memo_scopes             # each workspace's scope
     cdef readonly bint memo_allowed          # memo=False: never (tests, benchmarks)
     cdef readonly bint memo_on               # in use by the current build
+    cdef readonly bint carry_children        # see TreeBuilder._carried_children
 
     # Anytime search and interrupts (checked from the main thread).
     cdef double deadline                     # monotonic seconds; INFINITY: none
@@ -157,6 +181,9 @@ cdef class TreeBuilder:
     cdef int _grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                    Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
                    double* objective) except -1 nogil
+    cdef int _grow_stored(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                          Py_ssize_t depth, int side, Py_ssize_t remaining,
+                          const MemoKey* key, double* objective) except -1 nogil
     # The split of a node with remaining >= 2 levels: 1 found, 0 none.
     cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
@@ -164,6 +191,10 @@ cdef class TreeBuilder:
     cdef int _last_level(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                          Py_ssize_t depth, int side, Py_ssize_t node, bint emit,
                          double leaf_objective, double* objective) except -1 nogil
+    cdef void _carried_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
+                                Py_ssize_t end, Py_ssize_t depth, int side,
+                                Py_ssize_t feature, Py_ssize_t bin,
+                                const CarryState* carry) noexcept nogil
     cdef void prepare_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
                                Py_ssize_t end, Py_ssize_t depth,
                                const double* parent_total, const double* parent_hist,

@@ -78,6 +78,9 @@ def workspace_bytes(Splitter splitter, Py_ssize_t max_depth, bint own_order=True
             + 8 * block + 32 * (splitter.max_bins + 1))
     if own_order:
         size += 4 * splitter.n_orders * n
+    if splitter.n_swept == 0:
+        # carried children (see TreeBuilder._carried_children)
+        size += 2 * CHILD_CACHE_WAYS * 8 * ((h + 1) * n_stats + h)
     return size
 
 
@@ -89,6 +92,11 @@ cdef Py_ssize_t MIN_PARALLEL_ROWS = 64
 
 # Seconds between two looks at pending signals (Ctrl-C) from the main thread.
 cdef double SIGNAL_INTERVAL = 0.005
+
+
+# Carried children (TreeBuilder._carried_children): the splits remembered
+# per side of a candidate's child (each one node's statistics).
+cdef Py_ssize_t CHILD_CACHE_WAYS = 2
 
 
 cdef inline double _now() noexcept nogil:
@@ -121,6 +129,12 @@ cdef class BuildContext:
         Reuse search-subtree objectives by row set in lookahead searches of
         depth >= 2 with regression leaves (see ``_memo.pxd``).  The fitted
         tree does not depend on it; False is for tests and benchmarks.
+    carry_children : bool, default=True
+        Let a candidate's child with two levels left update its children's
+        statistics from the previous candidate's instead of summing them
+        afresh (see ``TreeBuilder._carried_children``; each thread keeps
+        ``2 * CHILD_CACHE_WAYS`` nodes' statistics for it).  Search sums
+        differ only in rounding; False is for tests and benchmarks.
     """
 
     def __cinit__(self):
@@ -131,9 +145,11 @@ cdef class BuildContext:
 
     def __init__(self, Splitter splitter, Criterion criterion, Py_ssize_t max_depth,
                  double leaf_cost, Py_ssize_t min_samples_leaf, object progress=None,
-                 object time_limit=None, Py_ssize_t n_threads=1, *, bint memo=True):
+                 object time_limit=None, Py_ssize_t n_threads=1, *, bint memo=True,
+                 bint carry_children=True):
         cdef Py_ssize_t t
         self.memo_allowed = memo
+        self.carry_children = carry_children and splitter.n_swept == 0
         if splitter.criterion is not criterion:
             raise ValueError("the splitter must search with the same criterion")
         if max_depth < 0:
@@ -214,6 +230,7 @@ cdef class BuildContext:
 
     cdef int _init_workspace(self, Workspace* ws, bint own_order) except -1:
         cdef Py_ssize_t L = self.levels, n_stats = self.n_stats, h = self.hist_size
+        cdef int side
         self.splitter.init_work(&ws.sw, own_order)
         ws.totals = <double*>calloc(L * self.n_sides * n_stats, sizeof(double))
         ws.hists = <double*>calloc(L * self.n_sides * h * n_stats, sizeof(double))
@@ -232,6 +249,21 @@ cdef class BuildContext:
                 or ws.saved_capacity == NULL):
             raise MemoryError("could not allocate the build workspaces")
         ws.right_acc = ws.best_left + L * n_stats
+        ws.carried = <CarryState**>calloc(L, sizeof(CarryState*))
+        if ws.carried == NULL:
+            raise MemoryError("could not allocate the build workspaces")
+        if self.carry_children:
+            # The carried children's statistics, CHILD_CACHE_WAYS per side.
+            ws.child_cache_block = calloc(2 * CHILD_CACHE_WAYS * (n_stats + h * n_stats + h),
+                                          sizeof(double))
+            if ws.child_cache_block == NULL:
+                raise MemoryError("could not allocate the build workspaces")
+            for side in range(2 * CHILD_CACHE_WAYS):
+                ws.child_cache[side].total = (<double*>ws.child_cache_block
+                                              + side * (n_stats + h * n_stats + h))
+                ws.child_cache[side].hist = ws.child_cache[side].total + n_stats
+                ws.child_cache[side].keys = <unsigned long long*>(
+                    ws.child_cache[side].hist + h * n_stats)
         return 0
 
     cdef void _free_workspace(self, Workspace* ws) noexcept nogil:
@@ -254,6 +286,10 @@ cdef class BuildContext:
         free(ws.cand_capacity)
         free(ws.saved)
         free(ws.saved_capacity)
+        free(ws.carried)
+        free(ws.child_cache_block)
+        ws.carried = NULL
+        ws.child_cache_block = NULL
 
     cdef double* total(self, Workspace* ws, Py_ssize_t depth, int side) noexcept nogil:
         return ws.totals + (self.n_sides * depth + side) * self.n_stats
@@ -377,6 +413,9 @@ cdef class BuildContext:
             self.ws[t].n_evaluations = 0
             self.ws[t].sw.n_bulk_sweeps = 0
             self.ws[t].sw.n_incremental_sweeps = 0
+            self.ws[t].n_carried_children = 0
+            for k in range(2 * CHILD_CACHE_WAYS):
+                self.ws[t].child_cache[k].valid = False
             self.ws[t].sw.n_thresholds_scanned = 0
             self.ws[t].sw.n_thresholds_skipped = 0
             self.ws[t].sw.crit.n_refactor = 0
@@ -404,7 +443,8 @@ cdef class BuildContext:
         cdef Py_ssize_t t
         out = {"n_evaluations": 0, "n_bulk_sweeps": 0, "n_incremental_sweeps": 0,
                "n_refactor": 0, "memo_hits": 0, "memo_stored": 0,
-               "n_thresholds_scanned": 0, "n_thresholds_skipped": 0}
+               "n_thresholds_scanned": 0, "n_thresholds_skipped": 0,
+               "n_carried_children": 0}
         for t in range(self.n_workspaces):
             out["memo_hits"] += self.ws[t].memo.n_hits
             out["memo_stored"] += self.ws[t].memo.n_stored
@@ -414,6 +454,7 @@ cdef class BuildContext:
             out["n_refactor"] += self.ws[t].sw.crit.n_refactor
             out["n_thresholds_scanned"] += self.ws[t].sw.n_thresholds_scanned
             out["n_thresholds_skipped"] += self.ws[t].sw.n_thresholds_skipped
+            out["n_carried_children"] += self.ws[t].n_carried_children
         out["n_evaluations_per_thread"] = [self.ws[t].n_evaluations
                                            for t in range(self.n_workspaces)]
         return out
@@ -652,6 +693,15 @@ cdef class TreeBuilder:
             memo_store(&ws.memo, &key, objective[0])
         return 0
 
+    cdef int _grow_stored(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                          Py_ssize_t depth, int side, Py_ssize_t remaining,
+                          const MemoKey* key, double* objective) except -1 nogil:
+        # ``grow`` of a search subtree whose lookup under ``key`` missed.
+        self._grow(ws, start, end, depth, side, remaining, False, objective)
+        if not self.ctx.time_up:
+            memo_store(&ws.memo, key, objective[0])
+        return 0
+
     cdef int _grow(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                    Py_ssize_t depth, int side, Py_ssize_t remaining, bint emit,
                    double* objective) except -1 nogil:
@@ -667,6 +717,8 @@ cdef class TreeBuilder:
         cdef double leaf_objective = leaf_loss + self.ctx.leaf_cost
         cdef double left_objective, right_objective, value
         cdef SplitRecord split
+        cdef MemoKey left_key, right_key
+        cdef bint keyed, left_hit = False, right_hit = False
         objective[0] = leaf_objective
         if ws.is_main:
             self.ctx.check()
@@ -688,13 +740,40 @@ cdef class TreeBuilder:
         # The committed tree's statistics are summed row by row (the
         # reference rounding); the search's may be grouped, so scores can
         # differ in rounding but the output does not.
-        self.prepare_children(ws, start, mid, end, depth, total,
-                              self.ctx.hist(ws, depth, side), self.ctx.keys(ws, depth, side),
-                              emit)
-        self.grow(ws, start, mid, depth + 1, 0, remaining - 1, emit, &left_objective)
-        if emit:
-            right_node = self.ctx.node_count
-        self.grow(ws, mid, end, depth + 1, 1, remaining - 1, emit, &right_objective)
+        # In a memo scope both children are looked up first: when both were
+        # grown before, their statistics (a histogram pass) are not needed.
+        keyed = (not emit and ws.memo.open and remaining >= 2
+                 and mid - start >= 2 * self.ctx.min_samples_leaf
+                 and end - mid >= 2 * self.ctx.min_samples_leaf)
+        if keyed:
+            memo_key(&left_key, ws.sw.order + start, mid - start, remaining - 1,
+                     self.memo_level)
+            memo_key(&right_key, ws.sw.order + mid, end - mid, remaining - 1,
+                     self.memo_level)
+            left_hit = memo_lookup(&self.ctx.memo, &ws.memo, &left_key, &left_objective)
+            right_hit = memo_lookup(&self.ctx.memo, &ws.memo, &right_key, &right_objective)
+        if not (left_hit and right_hit):
+            if not emit and remaining == 2 and ws.carried[depth] != NULL:
+                self._carried_children(ws, start, mid, end, depth, side, split.feature,
+                                       split.bin, ws.carried[depth])
+            else:
+                self.prepare_children(ws, start, mid, end, depth, total,
+                                      self.ctx.hist(ws, depth, side),
+                                      self.ctx.keys(ws, depth, side), emit)
+            if not keyed:
+                self.grow(ws, start, mid, depth + 1, 0, remaining - 1, emit,
+                          &left_objective)
+                if emit:
+                    right_node = self.ctx.node_count
+                self.grow(ws, mid, end, depth + 1, 1, remaining - 1, emit,
+                          &right_objective)
+            else:
+                if not left_hit:
+                    self._grow_stored(ws, start, mid, depth + 1, 0, remaining - 1,
+                                      &left_key, &left_objective)
+                if not right_hit:
+                    self._grow_stored(ws, mid, end, depth + 1, 1, remaining - 1,
+                                      &right_key, &right_objective)
         value = left_objective + right_objective
         if value < leaf_objective:
             if emit:
@@ -745,6 +824,69 @@ cdef class TreeBuilder:
                     SplitRecord* split) except -1 nogil:
         with gil:
             raise NotImplementedError("TreeBuilder is abstract: use a strategy")
+
+    cdef void _carried_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
+                                Py_ssize_t end, Py_ssize_t depth, int side,
+                                Py_ssize_t feature, Py_ssize_t bin,
+                                const CarryState* carry) noexcept nogil:
+        """``prepare_children`` of a search node that is a candidate's child.
+
+        The node is the left (side 0) or right child of a candidate whose
+        left child is carried along its feature's thresholds: it holds the
+        first ``carry.pos`` of the carried rows, or all but them.  When it
+        takes the same split as at the previous candidate of that sweep,
+        its left child differs from that one's by the rows that crossed the
+        candidate's threshold since, and only those are added (or removed);
+        the right child is the node minus the left one.  The sums differ
+        from fresh ones only in rounding.
+        """
+        cdef ChildCache* ways = &ws.child_cache[side * CHILD_CACHE_WAYS]
+        cdef ChildCache* cache = NULL
+        cdef Py_ssize_t d = depth + 1, n_stats = self.ctx.n_stats, h = self.ctx.hist_size
+        cdef Py_ssize_t moved = -1, k
+        cdef bint plain = (not self.splitter.categorical[feature]
+                           and not self.splitter.missing[feature])
+        ws.child_cache_clock += 1
+        # The way holding this split, else the least recently used one.
+        for k in range(CHILD_CACHE_WAYS):
+            if ways[k].valid and ways[k].feature == feature and ways[k].bin == bin:
+                cache = &ways[k]
+                break
+        if cache == NULL:
+            cache = &ways[0]
+            for k in range(1, CHILD_CACHE_WAYS):
+                if not ways[k].valid or (cache.valid and ways[k].used < cache.used):
+                    cache = &ways[k]
+        elif cache.gen == carry.gen:
+            moved = carry.pos - cache.pos
+        cache.used = ws.child_cache_clock
+        if plain and 0 <= moved < min(mid - start, end - mid):
+            self.splitter.add_rows_going_left(
+                &ws.sw, carry.rows + cache.pos, moved, feature, bin,
+                1.0 if side == 0 else -1.0, cache.total, cache.hist, cache.keys)
+            cache.pos = carry.pos
+            memcpy(self.ctx.total(ws, d, 0), cache.total, n_stats * sizeof(double))
+            memcpy(self.ctx.hist(ws, d, 0), cache.hist, h * n_stats * sizeof(double))
+            memcpy(self.ctx.keys(ws, d, 0), cache.keys, h * sizeof(unsigned long long))
+            self.splitter.subtract_stats(
+                self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
+                self.ctx.keys(ws, depth, side),
+                cache.total, cache.hist, cache.keys,
+                self.ctx.total(ws, d, 1), self.ctx.hist(ws, d, 1), self.ctx.keys(ws, d, 1))
+            ws.n_carried_children += 1
+            return
+        self.prepare_children(ws, start, mid, end, depth, self.ctx.total(ws, depth, side),
+                              self.ctx.hist(ws, depth, side), self.ctx.keys(ws, depth, side),
+                              False)
+        if plain:
+            cache.valid = True
+            memcpy(cache.total, self.ctx.total(ws, d, 0), n_stats * sizeof(double))
+            memcpy(cache.hist, self.ctx.hist(ws, d, 0), h * n_stats * sizeof(double))
+            memcpy(cache.keys, self.ctx.keys(ws, d, 0), h * sizeof(unsigned long long))
+            cache.gen = carry.gen
+            cache.pos = carry.pos
+            cache.feature = feature
+            cache.bin = bin
 
     cdef void prepare_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
                                Py_ssize_t end, Py_ssize_t depth,
@@ -1299,10 +1441,17 @@ cdef class LookaheadBuilder(TreeBuilder):
             self.prepare_children(ws, start, mid, end, depth,
                                   self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
                                   self.ctx.keys(ws, depth, side), False)
+        # Children with two levels left carry their own children's sums
+        # along this sweep (see _carried_children).
+        if (carried and remaining == 3 and self.ctx.carry_children
+                and not self.splitter.categorical[c.feature]
+                and not self.splitter.missing[c.feature]):
+            ws.carried[d] = carry
         self.inner.grow(ws, start, mid, d, 0, remaining - 1, False, &left)
         if not improves(bound, left, floor):
             self.inner.grow(ws, mid, end, d, 1, remaining - 1, False, &right)
             score[0] = left + right
+        ws.carried[d] = NULL
         ws.n_evaluations += 1
         self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
         return 0

@@ -91,6 +91,7 @@ cdef struct SplitterWork:
     int* tmp                    # n_samples: partition buffer
     unsigned char* goes_left    # n_samples, indexed by row
     Py_ssize_t* bin_counts      # max bins: counting-sort buffer
+    Py_ssize_t* row_bins        # n_features: one row's histogram bins (after bin_counts)
     double* acc_left            # n_stats
     double* acc_right           # n_stats
     double* row_stats           # n_stats
@@ -112,6 +113,7 @@ cdef struct SplitterWork:
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
+    unsigned long long n_sorts                  # carried sweeps (re)started
     unsigned long long n_thresholds_scanned     # thresholds of bounded scans
     unsigned long long n_thresholds_skipped     # ... proved unable to win
 
@@ -122,6 +124,7 @@ cdef struct CarryState:
     Py_ssize_t bin              # last threshold added
     Py_ssize_t pos              # rows of ``rows`` already added
     int* rows                   # node's rows sorted by bin of ``feature`` (m)
+    unsigned long long gen      # which sort of ``rows`` (unique per SplitterWork)
     # Features with a missing bin (the builder points these at per-depth
     # slots of (n_stats, hist_size * n_stats, hist_size) values when the
     # splitter has such features): the node's missing rows' statistics,
@@ -234,6 +237,10 @@ cdef class Splitter:
     cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const Candidate* cand, CarryState* state, double* total,
                          double* hist, unsigned long long* keys) noexcept nogil
+    cdef void add_rows_going_left(self, SplitterWork* w, const int* rows,
+                                  Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t bin,
+                                  double sign, double* total, double* hist,
+                                  unsigned long long* keys) noexcept nogil
     cdef Py_ssize_t _bin_end(self, const int* rows, Py_ssize_t m, Py_ssize_t f,
                              Py_ssize_t b, Py_ssize_t lo) noexcept nogil
     cdef Py_ssize_t _category_order(self, SplitterWork* w, Py_ssize_t f,

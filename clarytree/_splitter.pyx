@@ -12,7 +12,7 @@ from ._criterion cimport (
     Criterion, add_row, add_rows, sweep_move_left,
     sweep_left_loss, sweep_right_loss, sweep_left_stats,
 )
-from ._linalg cimport packed_add_gram
+from ._linalg cimport packed_add_gram, packed_add_outer
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves, tie_floor,
     MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
@@ -58,6 +58,51 @@ class SearchRoute(IntEnum):
     AUTO = ROUTE_AUTO
     BULK = ROUTE_BULK
     INCREMENTAL = ROUTE_INCREMENTAL
+
+
+cdef extern from *:
+    """
+    /* One row's packed statistics added to the node's total and to its bin
+       of every histogram feature: element-wise adds only, so any vector
+       width gives the same bits.  On x86-64 the widest available unit is
+       picked at run time (the module itself is built for the baseline). */
+    #define CT_ADD_ROW_BODY \
+        Py_ssize_t s, f; \
+        for (s = 0; s < n; s++) total[s] += u[s]; \
+        for (f = 0; f < nf; f++) { \
+            double* h = hist + offs[f] * n; \
+            for (s = 0; s < n; s++) h[s] += u[s]; \
+        }
+    typedef void (*ct_add_row_fn)(double*, double*, const double*, Py_ssize_t,
+                                  const Py_ssize_t*, Py_ssize_t);
+    static void ct_add_row_base(double* restrict total, double* restrict hist,
+                                const double* restrict u, Py_ssize_t n,
+                                const Py_ssize_t* offs, Py_ssize_t nf) { CT_ADD_ROW_BODY }
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    __attribute__((target("avx2")))
+    static void ct_add_row_avx2(double* restrict total, double* restrict hist,
+                                const double* restrict u, Py_ssize_t n,
+                                const Py_ssize_t* offs, Py_ssize_t nf) { CT_ADD_ROW_BODY }
+    __attribute__((target("avx512f")))
+    static void ct_add_row_avx512(double* restrict total, double* restrict hist,
+                                  const double* restrict u, Py_ssize_t n,
+                                  const Py_ssize_t* offs, Py_ssize_t nf) { CT_ADD_ROW_BODY }
+    static ct_add_row_fn ct_pick_add_row(void) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f")) return ct_add_row_avx512;
+        if (__builtin_cpu_supports("avx2")) return ct_add_row_avx2;
+        return ct_add_row_base;
+    }
+    #else
+    static ct_add_row_fn ct_pick_add_row(void) { return ct_add_row_base; }
+    #endif
+    """
+    ctypedef void (*ct_add_row_fn)(double*, double*, const double*, Py_ssize_t,
+                                   const Py_ssize_t*, Py_ssize_t) noexcept nogil
+    ct_add_row_fn ct_pick_add_row() noexcept nogil
+
+
+cdef ct_add_row_fn _add_row_bins = ct_pick_add_row()
 
 
 cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
@@ -251,7 +296,8 @@ cdef class Splitter:
             w.order = &self.order[0, 0]
         w.tmp = <int*>malloc(n * sizeof(int))
         w.goes_left = <unsigned char*>malloc(n * sizeof(unsigned char))
-        w.bin_counts = <Py_ssize_t*>malloc(self.max_bins * sizeof(Py_ssize_t))
+        w.bin_counts = <Py_ssize_t*>malloc(
+            (self.max_bins + self.n_features) * sizeof(Py_ssize_t))
         w.acc_left = <double*>malloc(5 * n_stats * sizeof(double))
         q = self.criterion.q
         w.gather = <double*>malloc((2 * self.gram_block + q) * q * sizeof(double))
@@ -271,6 +317,7 @@ cdef class Splitter:
             self.free_work(w)
             raise MemoryError("could not allocate the splitter's scratch")
         w.acc_right = w.acc_left + n_stats
+        w.row_bins = w.bin_counts + self.max_bins
         w.row_stats = w.acc_left + 2 * n_stats
         w.acc_missing = w.acc_left + 3 * n_stats
         w.acc_alt = w.acc_left + 4 * n_stats
@@ -368,10 +415,10 @@ cdef class Splitter:
         order (the reference rounding, used for the committed tree); the
         search's sums (``exact`` False) may group them (see GRAM_BLOCK).
         """
-        cdef Py_ssize_t i, f, s, row, n_stats = self.n_stats
+        cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist
         cdef Py_ssize_t nf = self.n_features, off
         cdef double* u = w.row_stats
-        cdef double* h
+        cdef Py_ssize_t* offs = w.row_bins
         cdef unsigned long long key
         if not exact and n_rows >= self.gram_min_rows:
             self._add_stats_gram(w, rows, n_rows, total, hist, keys)
@@ -384,17 +431,16 @@ cdef class Splitter:
             memset(u, 0, n_stats * sizeof(double))
             add_row(&w.crit, u, row)
             key = _row_key(row)
-            for s in range(n_stats):
-                total[s] += u[s]
+            n_hist = 0
             for f in range(nf):
                 off = self.hist_offset[f]
                 if off < 0:
                     continue
                 off += self.bin(row, f)
                 keys[off] += key
-                h = hist + off * n_stats
-                for s in range(n_stats):
-                    h[s] += u[s]
+                offs[n_hist] = off
+                n_hist += 1
+            _add_row_bins(total, hist, u, n_stats, offs, n_hist)
 
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
@@ -553,6 +599,8 @@ cdef class Splitter:
             self.clear_stats(total, hist, keys)
             state.feature = f
             state.pos = 0
+            w.n_sorts += 1
+            state.gen = w.n_sorts
             state.with_missing = False
             if self.missing[f]:
                 lo = self._bin_end(state.rows, m, f, self.n_bins[f] - 2, 0)
@@ -583,6 +631,41 @@ cdef class Splitter:
             for i in range(self.hist_size):
                 keys[i] += state.missing_keys[i]
             state.with_missing = True
+
+    cdef void add_rows_going_left(self, SplitterWork* w, const int* rows,
+                                  Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t bin,
+                                  double sign, double* total, double* hist,
+                                  unsigned long long* keys) noexcept nogil:
+        """Add (``sign`` 1) or remove (-1) the rows that ``x_feature <= bin`` sends left.
+
+        For a plain numeric feature (no level sets, no missing bin), row by
+        row; the other rows are passed over.
+        """
+        cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist, off
+        cdef Py_ssize_t nf = self.n_features
+        cdef double* u = w.row_stats
+        cdef Py_ssize_t* offs = w.row_bins
+        cdef unsigned long long key
+        for i in range(n_rows):
+            row = rows[i]
+            if self.bins[row, feature] > bin:
+                continue
+            memset(u, 0, n_stats * sizeof(double))
+            packed_add_outer(u, w.crit.W + row * w.crit.q, sign, w.crit.q)
+            key = _row_key(row)
+            n_hist = 0
+            for f in range(nf):
+                off = self.hist_offset[f]
+                if off < 0:
+                    continue
+                off += self.bins[row, f]
+                if sign > 0:
+                    keys[off] += key
+                else:
+                    keys[off] -= key
+                offs[n_hist] = off
+                n_hist += 1
+            _add_row_bins(total, hist, u, n_stats, offs, n_hist)
 
     cdef Py_ssize_t _bin_end(self, const int* rows, Py_ssize_t m, Py_ssize_t f,
                              Py_ssize_t b, Py_ssize_t lo) noexcept nogil:

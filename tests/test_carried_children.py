@@ -1,0 +1,65 @@
+"""Carried children: a candidate's child updates its children's sums from the previous candidate's.
+
+Along one feature's thresholds a lookahead node's candidates differ by the
+rows that cross; when a child with two levels left takes the same split as
+at the previous candidate, its own children differ by those rows too.  The
+search sums then differ from fresh ones only in rounding, so the fitted
+tree is the same bits (its statistics are summed row by row either way).
+"""
+
+import numpy as np
+import pytest
+from clarytree._builder import BuildContext, openmp_enabled
+from clarytree._criterion import ConstantCriterion, RidgeCriterion
+from clarytree._splitter import Splitter
+
+from clarytree._classes import _assemble_builder
+from clarytree._thresholds import bin_features, threshold_pool
+from clarytree.datasets import make_piecewise_linear
+
+
+def build(X, y, leaf_model, depth, lookahead, carry, n_threads=1, n_thresholds=10):
+    n, k = X.shape
+    if leaf_model == "linear":
+        W = np.column_stack([np.ones(n), (X - X.mean(0)) / X.std(0), y - y.mean()])
+        ridge = np.full(k + 1, 1e-4 * n)
+        ridge[0] = 1e-12
+        crit, msl = RidgeCriterion(np.ascontiguousarray(W), ridge), 10
+    else:
+        W = np.column_stack([np.ones(n), y - y.mean()])
+        crit, msl = ConstantCriterion(np.ascontiguousarray(W), np.ones(1)), 1
+    pools = [threshold_pool(X[:, f], n_thresholds, "quantile") for f in range(k)]
+    bins, order, n_bins = bin_features(X, pools)
+    splitter = Splitter(bins, order, n_bins, msl, crit)
+    leaf_cost = 1e-3 * float(W[:, -1] @ W[:, -1])
+    ctx = BuildContext(splitter, crit, depth, leaf_cost, msl, None, None, n_threads,
+                       carry_children=carry)
+    objective, nodes = _assemble_builder(ctx, lookahead, depth).build()
+    return objective, nodes, ctx.counters()
+
+
+@pytest.mark.parametrize(("leaf_model", "depth", "lookahead"),
+                         [("linear", 3, 1), ("linear", 4, 2), ("constant", 4, 2),
+                          ("linear", 4, 1)])
+def test_carried_children_leave_the_tree_bitwise_unchanged(leaf_model, depth, lookahead):
+    X, y = make_piecewise_linear(n_samples=1200, n_features=4, noise=0.3, random_state=3)
+    obj_on, nodes_on, on = build(X, y, leaf_model, depth, lookahead, True)
+    obj_off, nodes_off, off = build(X, y, leaf_model, depth, lookahead, False)
+    assert nodes_on["feature"].size >= 7
+    assert obj_on == obj_off
+    for name in nodes_on:
+        np.testing.assert_array_equal(nodes_on[name], nodes_off[name], err_msg=name)
+    assert on["n_carried_children"] > 0 and off["n_carried_children"] == 0
+    assert on["n_evaluations"] == off["n_evaluations"]
+
+
+@pytest.mark.skipif(not openmp_enabled(), reason="built without OpenMP")
+def test_carried_children_with_threads_give_the_same_tree():
+    """Each thread carries along its own chunks of candidates."""
+    X, y = make_piecewise_linear(n_samples=1500, n_features=4, noise=0.3, random_state=5)
+    obj_1, nodes_1, _ = build(X, y, "linear", 3, 1, True)
+    obj_3, nodes_3, counters = build(X, y, "linear", 3, 1, True, n_threads=3)
+    assert counters["n_carried_children"] > 0
+    assert obj_1 == obj_3
+    for name in nodes_1:
+        np.testing.assert_array_equal(nodes_1[name], nodes_3[name], err_msg=name)
