@@ -238,7 +238,7 @@ cdef class Splitter:
                          const Candidate* cand, CarryState* state, double* total,
                          double* hist, unsigned long long* keys) noexcept nogil
     cdef void add_rows_going_left(self, SplitterWork* w, const int* rows,
-                                  Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t bin,
+                                  Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t upto,
                                   double sign, double* total, double* hist,
                                   unsigned long long* keys) noexcept nogil
     cdef Py_ssize_t _bin_end(self, const int* rows, Py_ssize_t m, Py_ssize_t f,

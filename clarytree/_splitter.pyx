@@ -633,10 +633,10 @@ cdef class Splitter:
             state.with_missing = True
 
     cdef void add_rows_going_left(self, SplitterWork* w, const int* rows,
-                                  Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t bin,
+                                  Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t upto,
                                   double sign, double* total, double* hist,
                                   unsigned long long* keys) noexcept nogil:
-        """Add (``sign`` 1) or remove (-1) the rows that ``x_feature <= bin`` sends left.
+        """Add (``sign`` 1) or remove (-1) the rows with ``feature``'s bin <= ``upto``.
 
         For a plain numeric feature (no level sets, no missing bin), row by
         row; the other rows are passed over.
@@ -648,7 +648,7 @@ cdef class Splitter:
         cdef unsigned long long key
         for i in range(n_rows):
             row = rows[i]
-            if self.bins[row, feature] > bin:
+            if self.bin(row, feature) > upto:
                 continue
             memset(u, 0, n_stats * sizeof(double))
             packed_add_outer(u, w.crit.W + row * w.crit.q, sign, w.crit.q)
@@ -658,7 +658,7 @@ cdef class Splitter:
                 off = self.hist_offset[f]
                 if off < 0:
                     continue
-                off += self.bins[row, f]
+                off += self.bin(row, f)
                 if sign > 0:
                     keys[off] += key
                 else:
