@@ -110,6 +110,9 @@ cdef struct SplitterWork:
     Py_ssize_t* thr_n_left      # max_thresholds
     double* thr_left            # max_thresholds * n_stats
     double* thr_loss            # 2 * max_thresholds: left, right
+    # ... and, for a feature with a missing bin, both children's losses
+    # with the missing rows on the left (left + acc_missing, the rest).
+    double* thr_alt_loss        # 2 * max_thresholds
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
@@ -250,9 +253,11 @@ cdef class Splitter:
                               Py_ssize_t n_left, const double* left) noexcept nogil
     cdef double _side_loss(self, SplitterWork* w, const double* total,
                            Py_ssize_t k, int side) noexcept nogil
+    cdef double _alt_loss(self, SplitterWork* w, const double* total,
+                          Py_ssize_t k, int side) noexcept nogil
     cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
                             Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
-                            double* best_left) noexcept nogil
+                            double* best_left, bint with_missing) noexcept nogil
     cdef bint _consider(self, SplitterWork* w, const double* total,
                         const double* left, Py_ssize_t f, Py_ssize_t b,
                         Py_ssize_t n_left, SplitRecord* best,

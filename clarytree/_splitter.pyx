@@ -308,7 +308,7 @@ cdef class Splitter:
         if self.bounded_scan:
             w.thr_bin = <Py_ssize_t*>malloc(2 * self.max_thresholds * sizeof(Py_ssize_t))
             w.thr_left = <double*>malloc(
-                (n_stats + 2) * self.max_thresholds * sizeof(double))
+                (n_stats + 4) * self.max_thresholds * sizeof(double))
         if (w.order == NULL or w.tmp == NULL or w.goes_left == NULL
                 or w.bin_counts == NULL or w.acc_left == NULL
                 or w.gather == NULL or w.gather_pos == NULL or w.gather_bins == NULL
@@ -326,6 +326,7 @@ cdef class Splitter:
         if self.bounded_scan:
             w.thr_n_left = w.thr_bin + self.max_thresholds
             w.thr_loss = w.thr_left + n_stats * self.max_thresholds
+            w.thr_alt_loss = w.thr_loss + 2 * self.max_thresholds
         try:
             self.criterion.init_work(&w.crit)
         except MemoryError:
@@ -747,6 +748,8 @@ cdef class Splitter:
         memcpy(w.thr_left + k * self.n_stats, left, self.n_stats * sizeof(double))
         w.thr_loss[2 * k] = NAN
         w.thr_loss[2 * k + 1] = NAN
+        w.thr_alt_loss[2 * k] = NAN
+        w.thr_alt_loss[2 * k + 1] = NAN
 
     cdef double _side_loss(self, SplitterWork* w, const double* total,
                            Py_ssize_t k, int side) noexcept nogil:
@@ -767,9 +770,32 @@ cdef class Splitter:
         w.thr_loss[2 * k + side] = value
         return value
 
+    cdef double _alt_loss(self, SplitterWork* w, const double* total,
+                          Py_ssize_t k, int side) noexcept nogil:
+        # With a missing bin: threshold k's left (side 0: its present rows
+        # and the missing rows, acc_missing) or right (1: the present rows
+        # above it) child loss, computed once; _missing_side's arithmetic.
+        cdef Py_ssize_t s
+        cdef double* alt = w.acc_alt
+        cdef double* right = w.acc_right
+        cdef const double* left = w.thr_left + k * self.n_stats
+        cdef double value = w.thr_alt_loss[2 * k + side]
+        if not isnan(value):
+            return value
+        for s in range(self.n_stats):
+            alt[s] = left[s] + w.acc_missing[s]
+        if side == 0:
+            value = self.criterion.loss(alt, &w.crit)
+        else:
+            for s in range(self.n_stats):
+                right[s] = total[s] - alt[s]
+            value = self.criterion.loss(right, &w.crit)
+        w.thr_alt_loss[2 * k + side] = value
+        return value
+
     cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
                             Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
-                            double* best_left) noexcept nogil:
+                            double* best_left, bint with_missing) noexcept nogil:
         """The kept thresholds of feature ``f`` (see ``_keep_threshold``), in order.
 
         Exactly what ``_consider`` on each threshold in turn would do, but a
@@ -780,10 +806,20 @@ cdef class Splitter:
         thresholds that are evaluated are evaluated in ascending order, each
         against the incumbent it would meet in the plain scan, and the
         losses found for bounds are reused by the thresholds' own scores.
+
+        ``with_missing``: feature ``f`` has a missing bin and the node's
+        missing rows are in ``acc_missing``; each threshold then scores as
+        in ``_missing_side``, and a block's bound is the left loss of its
+        first threshold's present rows plus the loss of the present rows
+        above its last one (every child in the block holds one of those,
+        whichever side the missing rows take).
         """
-        cdef Py_ssize_t a, b, mid, top = 0
+        cdef Py_ssize_t a, b, mid, s, side, top = 0
         cdef Py_ssize_t stack[256]
-        cdef double score, lower, upper, slack
+        cdef double score, lower, upper, slack, score_left
+        cdef double msl = <double>self.min_samples_leaf
+        cdef const double* kept
+        cdef double* alt = w.acc_alt
         cdef bint found = False
         cdef double floor = tie_floor(total, self.n_stats)
         slack = BOUND_SLACK * fabs(total[self.n_stats - 1])
@@ -794,6 +830,31 @@ cdef class Splitter:
             top -= 2
             a = stack[top]
             b = stack[top + 1]
+            if a == b and with_missing:
+                w.n_thresholds_scanned += 1
+                kept = w.thr_left + a * self.n_stats
+                score = INFINITY
+                score_left = INFINITY
+                if enough_weight(kept[0], msl) and enough_weight(total[0] - kept[0], msl):
+                    score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
+                if (enough_weight(kept[0] + w.acc_missing[0], msl)
+                        and enough_weight(total[0] - kept[0] - w.acc_missing[0], msl)):
+                    score_left = self._alt_loss(w, total, a, 0) + self._alt_loss(w, total, a, 1)
+                side = 0
+                if improves(score_left, score, floor):
+                    score = score_left
+                    side = 1
+                if score < INFINITY and improves(score, best.score, floor):
+                    if side:
+                        for s in range(self.n_stats):
+                            alt[s] = kept[s] + w.acc_missing[s]
+                        self._record(best, best_left, f, w.thr_bin[a] | MISSING_LEFT_BIT,
+                                     <Py_ssize_t>alt[0], score, alt)
+                    else:
+                        self._record(best, best_left, f, w.thr_bin[a], w.thr_n_left[a],
+                                     score, kept)
+                    found = True
+                continue
             if a == b:
                 w.n_thresholds_scanned += 1
                 score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
@@ -809,7 +870,10 @@ cdef class Splitter:
             if best.score < INFINITY:
                 # A loss that failed to factorize (INFINITY) bounds nothing.
                 lower = self._side_loss(w, total, a, 0)
-                upper = self._side_loss(w, total, b, 1)
+                if with_missing:
+                    upper = self._alt_loss(w, total, b, 1)
+                else:
+                    upper = self._side_loss(w, total, b, 1)
                 if not lower < INFINITY:
                     lower = 0.0
                 if not upper < INFINITY:
@@ -892,13 +956,15 @@ cdef class Splitter:
         """``best_split`` for feature ``f`` with a missing bin.
 
         Every threshold between present rows is one candidate with the
-        missing rows on its better side (``_missing_side``), then "missing
-        versus present" (present rows left).  Returns -1 when the node has
+        missing rows on its better side (``_missing_side``; on histograms
+        through the bounded scan when it is on), then "missing versus
+        present" (present rows left).  Returns -1 when the node has
         no missing rows of ``f`` (then it is searched as a plain feature),
         else 1 when ``best`` improved, 0 when not.
         """
         cdef Py_ssize_t m = end - start, nb = self.n_bins[f], off = self.hist_offset[f]
         cdef Py_ssize_t n_stats = self.n_stats, b, s, i, mp = 0, last, side, n_left
+        cdef Py_ssize_t n_thr = 0
         cdef double* left = w.acc_left
         cdef double* miss = w.acc_missing
         cdef double* alt = w.acc_alt
@@ -924,12 +990,18 @@ cdef class Splitter:
                     left[s] += h[s]
                 if not enough_weight(total[0] - left[0], msl):
                     break       # the right child shrinks further on either side
+                if self.bounded_scan:
+                    self._keep_threshold(w, n_thr, b, <Py_ssize_t>left[0], left)
+                    n_thr += 1
+                    continue
                 side = self._missing_side(w, total, left, miss, msl, &score)
                 if side >= 0 and improves(score, best.score, floor):
                     n_left = <Py_ssize_t>(alt[0] if side else left[0])
                     self._record(best, best_left, f, b | (side * MISSING_LEFT_BIT),
                                  n_left, score, alt if side else left)
                     found = 1
+            if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left, True):
+                found = 1
         else:
             rows = w.order + f * self.n_samples + start
             if self.bin(rows[m - 1], f) != nb - 1:
@@ -1112,7 +1184,8 @@ cdef class Splitter:
                         n_thr += 1
                     elif self._consider(w, total, left, f, cset, n_left, best, best_left):
                         found = True
-                if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left):
+                if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left,
+                                                    False):
                     found = True
                 continue
             if self.missing[f]:
@@ -1146,7 +1219,8 @@ cdef class Splitter:
                         n_thr += 1
                     elif self._consider(w, total, left, f, b, n_left, best, best_left):
                         found = True
-                if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left):
+                if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left,
+                                                    False):
                     found = True
                 continue
 

@@ -88,3 +88,27 @@ def test_bounded_scan_only_runs_where_factorizations_are_dear():
     assert counters["n_thresholds_scanned"] == 0
     _, counters = _fit_tree(CholeskyTreeRegressor(max_depth=3), X, y, max_hist_bins=0)
     assert counters["n_thresholds_scanned"] == 0
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("lookahead", [0, 1])
+def test_bounded_scan_with_missing_bins(lookahead, weighted):
+    """Every feature has missing values: the bound of a block holds whichever
+    side each threshold sends the missing rows to."""
+    X, y = _problem(1200, 5 + lookahead)
+    rng = np.random.default_rng(lookahead)
+    for f, frac in enumerate((0.1, 0.3, 0.05, 0.2, 0.15)):
+        X[rng.random(X.shape[0]) < frac, f] = np.nan
+    y = y + np.where(np.isnan(X[:, 0]), 1.5, 0.0)
+    w = rng.uniform(0.2, 3.0, size=X.shape[0]) if weighted else None
+    fits = []
+    for bounded in (True, False):
+        est = CLARITreeRegressor(max_depth=3, lookahead_depth=lookahead, n_thresholds=12,
+                                 leaf_penalty=1e-4, min_samples_leaf=10)
+        fits.append(_fit_tree(est, X, y, w, bounded_scan=bounded))
+    (a, count_a), (b, count_b) = fits
+    _trees_equal(a, b)
+    np.testing.assert_array_equal(a.tree_.missing_go_left, b.tree_.missing_go_left)
+    assert a.tree_.missing_go_left.any()
+    assert count_a["n_thresholds_skipped"] > 0
+    assert count_b["n_thresholds_scanned"] == 0
