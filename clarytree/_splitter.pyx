@@ -812,7 +812,8 @@ cdef class Splitter:
         in ``_missing_side``, and a block's bound is the left loss of its
         first threshold's present rows plus the loss of the present rows
         above its last one (every child in the block holds one of those,
-        whichever side the missing rows take).
+        whichever side the missing rows take), down to single thresholds,
+        whose other two losses are computed only when that bound passes.
         """
         cdef Py_ssize_t a, b, mid, s, side, top = 0
         cdef Py_ssize_t stack[256]
@@ -832,6 +833,19 @@ cdef class Splitter:
             b = stack[top + 1]
             if a == b and with_missing:
                 w.n_thresholds_scanned += 1
+                if best.score < INFINITY:
+                    # Both sides' scores hold its present rows on the left
+                    # and the present rows above it on the right: a bound
+                    # from two of the four losses (reused when it passes).
+                    lower = self._side_loss(w, total, a, 0)
+                    upper = self._alt_loss(w, total, a, 1)
+                    if not lower < INFINITY:
+                        lower = 0.0
+                    if not upper < INFINITY:
+                        upper = 0.0
+                    if not improves(lower + upper - slack, best.score, floor):
+                        w.n_thresholds_skipped += 1
+                        continue
                 kept = w.thr_left + a * self.n_stats
                 score = INFINITY
                 score_left = INFINITY
