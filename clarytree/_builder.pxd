@@ -24,6 +24,7 @@ cdef struct ChildCache:
     unsigned long long gen
     unsigned long long used     # when last used (least recently used goes)
     Py_ssize_t pos
+    bint with_missing           # the carried candidate sent its missing rows left
     Py_ssize_t feature
     Py_ssize_t bin
     double* total

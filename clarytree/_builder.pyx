@@ -844,8 +844,7 @@ cdef class TreeBuilder:
         cdef ChildCache* cache = NULL
         cdef Py_ssize_t d = depth + 1, n_stats = self.ctx.n_stats, h = self.ctx.hist_size
         cdef Py_ssize_t moved = -1, k
-        cdef bint plain = (not self.splitter.categorical[feature]
-                           and not self.splitter.missing[feature])
+        cdef bint plain = not self.splitter.categorical[feature]
         ws.child_cache_clock += 1
         # The way holding this split, else the least recently used one.
         for k in range(CHILD_CACHE_WAYS):
@@ -857,7 +856,9 @@ cdef class TreeBuilder:
             for k in range(1, CHILD_CACHE_WAYS):
                 if not ways[k].valid or (cache.valid and ways[k].used < cache.used):
                     cache = &ways[k]
-        elif cache.gen == carry.gen:
+        elif cache.gen == carry.gen and cache.with_missing == carry.with_missing:
+            # (Where the carried candidates differ in their missing rows'
+            # side, those rows moved too: start afresh.)
             moved = carry.pos - cache.pos
         cache.used = ws.child_cache_clock
         if plain and 0 <= moved < min(mid - start, end - mid):
@@ -885,6 +886,7 @@ cdef class TreeBuilder:
             memcpy(cache.keys, self.ctx.keys(ws, d, 0), h * sizeof(unsigned long long))
             cache.gen = carry.gen
             cache.pos = carry.pos
+            cache.with_missing = carry.with_missing
             cache.feature = feature
             cache.bin = bin
 
@@ -1444,8 +1446,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         # Children with two levels left carry their own children's sums
         # along this sweep (see _carried_children).
         if (carried and remaining == 3 and self.ctx.carry_children
-                and not self.splitter.categorical[c.feature]
-                and not self.splitter.missing[c.feature]):
+                and not self.splitter.categorical[c.feature]):
             ws.carried[d] = carry
         self.inner.grow(ws, start, mid, d, 0, remaining - 1, False, &left)
         if not improves(bound, left, floor):

@@ -637,19 +637,24 @@ cdef class Splitter:
                                   Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t upto,
                                   double sign, double* total, double* hist,
                                   unsigned long long* keys) noexcept nogil:
-        """Add (``sign`` 1) or remove (-1) the rows with ``feature``'s bin <= ``upto``.
+        """Add (``sign`` 1) or remove (-1) the rows that split ``(feature, upto)`` sends left.
 
-        For a plain numeric feature (no level sets, no missing bin), row by
-        row; the other rows are passed over.
+        For a numeric feature (no level sets): bin <= ``upto``, and with
+        ``MISSING_LEFT`` in ``upto`` the missing bin too (as ``partition``);
+        row by row; the other rows are passed over.
         """
-        cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist, off
-        cdef Py_ssize_t nf = self.n_features
+        cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist, off, b
+        cdef Py_ssize_t nf = self.n_features, missing_bin = -1
         cdef double* u = w.row_stats
         cdef Py_ssize_t* offs = w.row_bins
         cdef unsigned long long key
+        if self.missing[feature] and upto & MISSING_LEFT_BIT:
+            upto = upto & ~(<Py_ssize_t>MISSING_LEFT_BIT)
+            missing_bin = self.n_bins[feature] - 1
         for i in range(n_rows):
             row = rows[i]
-            if self.bin(row, feature) > upto:
+            b = self.bin(row, feature)
+            if b > upto and b != missing_bin:
                 continue
             memset(u, 0, n_stats * sizeof(double))
             packed_add_outer(u, w.crit.W + row * w.crit.q, sign, w.crit.q)

@@ -63,3 +63,35 @@ def test_carried_children_with_threads_give_the_same_tree():
     assert obj_1 == obj_3
     for name in nodes_1:
         np.testing.assert_array_equal(nodes_1[name], nodes_3[name], err_msg=name)
+
+
+@pytest.mark.parametrize(("depth", "lookahead"), [(3, 1), (4, 1), (4, 2)])
+def test_carried_children_with_missing_bins(depth, lookahead):
+    """Candidates and completion splits on features with a missing bin: the
+    missing rows' side is part of the carried state (same bits as fresh sums)."""
+    from clarytree import CLARITreeRegressor
+    from clarytree._preparation import Preparation
+
+    X, y = make_piecewise_linear(n_samples=1200, n_features=4, noise=0.3, random_state=6)
+    rng = np.random.default_rng(6)
+    for f, frac in enumerate((0.15, 0.3, 0.1, 0.0)):
+        X[rng.random(X.shape[0]) < frac, f] = np.nan
+    y = y + np.where(np.isnan(X[:, 1]), 2.0, 0.0)
+    prep = Preparation(n_thresholds=10)
+    data = prep.fit(CLARITreeRegressor(), X, y)
+    assert prep.split_missing().tolist() == [1, 1, 1, 0]
+    results = []
+    for carry in (True, False):
+        crit = RidgeCriterion(data.W, data.ridge)
+        splitter = Splitter(data.bins, data.order.copy(), data.n_bins, 10, crit,
+                            missing=prep.split_missing())
+        ctx = BuildContext(splitter, crit, depth, 1e-4 * data.tss, 10, None, None, 1,
+                           carry_children=carry)
+        objective, nodes = _assemble_builder(ctx, lookahead, depth).build()
+        results.append((objective, nodes, ctx.counters()))
+    (obj_on, nodes_on, on), (obj_off, nodes_off, off) = results
+    assert obj_on == obj_off
+    for name in nodes_on:
+        np.testing.assert_array_equal(nodes_on[name], nodes_off[name], err_msg=name)
+    assert (nodes_on["bin"] >= 0).any() and on["n_carried_children"] > 0
+    assert on["n_evaluations"] == off["n_evaluations"]
