@@ -102,6 +102,15 @@ def _column_moments(X, columns):
     return mean, std
 
 
+def _dot(a, b):
+    """``a @ b`` for 1-d float arrays as numpy's pairwise sum of the products.
+
+    A BLAS dot product splits long sums between its threads, so its last
+    bits would depend on the BLAS thread count; this does not.
+    """
+    return float(np.add.reduce(np.multiply(a, b)))
+
+
 def _weighted_moments(x, w):
     """Weighted mean and standard deviation of one column, NaN rows left out.
 
@@ -120,8 +129,8 @@ def _weighted_moments(x, w):
         mean, std = scaled.mean(), scaled.std()
     else:
         total = w.sum()
-        mean = float(w @ scaled) / total
-        std = np.sqrt(float(w @ (scaled - mean) ** 2) / total)
+        mean = _dot(w, scaled) / total
+        std = np.sqrt(_dot(w, (scaled - mean) ** 2) / total)
     return mean * scale, (1.0 if std < STD_FLOOR else std * scale)
 
 
@@ -129,7 +138,7 @@ def _target_centre_scale(y, w=None):
     """``(mean(y), s)`` with ``s`` a power of two near ``max |y - mean(y)|``."""
     magnitude = _pow2_magnitude(y)
     scaled = y / magnitude
-    centre = scaled.mean() if w is None else float(w @ scaled) / w.sum()
+    centre = scaled.mean() if w is None else _dot(w, scaled) / w.sum()
     return float(centre * magnitude), float(_pow2_magnitude(scaled - centre) * magnitude)
 
 
@@ -611,11 +620,11 @@ class Preparation:
             col[np.isnan(col)] = 0.0
         if w is None:
             W[:, p] = y_centred
-            tss = float(y_centred @ y_centred)
+            tss = _dot(y_centred, y_centred)
             total = n
         else:
             W[:, p] = y_centred * root
-            tss = float(w @ (y_centred * y_centred))
+            tss = _dot(w, y_centred * y_centred)
             total = float(w.sum())
         ridge = np.full(p, total * float(self.ridge_alpha))
         ridge[0] = INTERCEPT_RIDGE

@@ -108,3 +108,19 @@ def test_verbose_progress_with_threads(data, capsys):
     done, of = total.split()[2].split("/")
     assert done == of and int(of) > 0
     assert model.objective_ == CLARITreeRegressor(max_depth=3).fit(X, y).objective_
+
+
+def test_results_do_not_depend_on_the_blas_thread_count():
+    # Long sums (the total sum of squares, weighted moments) are numpy's
+    # pairwise sums, not BLAS dot products that split them between threads.
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40_000, 3)) * [1.0, 10.0, 1e3]
+    y = X @ [1.0, -0.3, 0.002] + np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(40_000)
+    w = rng.random(40_000) + 0.5
+    results = []
+    for n_threads in (1, 2):
+        with threadpoolctl.threadpool_limits(n_threads, user_api="blas"):
+            model = CLARITreeRegressor(max_depth=2, n_thresholds=8).fit(X, y, w)
+        results.append((model.objective_, model.tree_.node_objective.tolist()))
+    assert results[0] == results[1]
