@@ -28,6 +28,7 @@ pandas or parameter names.
 import numbers
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.utils.validation import (
     check_array,
     check_consistent_length,
@@ -100,6 +101,22 @@ def _column_moments(X, columns):
         mean[j] = centre * scale
         std[j] = 1.0 if spread < STD_FLOOR else spread * scale
     return mean, std
+
+
+def _in_threads(func, items, n_workers):
+    """``[func(item) for item in items]``, on ``n_workers`` threads when > 1.
+
+    For per-column numpy work that releases the GIL (quantiles, searches,
+    sorts); every item is computed on its own, so the results are the same
+    bits for any number of workers.
+    """
+    items = list(items)
+    if n_workers <= 1 or len(items) <= 1:
+        return [func(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(n_workers, len(items))) as pool:
+        return list(pool.map(func, items))
 
 
 def _dot(a, b):
@@ -527,6 +544,9 @@ class Preparation:
                 w = None
         n_features = estimator.n_features_in_
         self.n_features_in_ = n_features
+        # Threads for the per-column work (the estimator's n_jobs, if any).
+        n_jobs = getattr(estimator, "n_jobs", None)
+        self._n_workers = 1 if n_jobs is None else int(effective_n_jobs(n_jobs))
 
         self.categories_ = [None] * n_features
         self.merged_categories_ = [None] * n_features
@@ -631,19 +651,18 @@ class Preparation:
         return W, ridge, tss
 
     def _pools(self, X, w):
-        pools = []
-        for f in range(X.shape[1]):
+        def pool(f):
             if self.is_categorical_[f]:
-                pools.append(np.empty(0, dtype=np.float64))
-                continue
+                return np.empty(0, dtype=np.float64)
             x = X[:, f]
             wf = w
             present = ~np.isnan(x)
             if not present.all():
                 x = x[present]
                 wf = None if w is None else w[present]
-            pools.append(threshold_pool(x, self.n_thresholds, self.threshold_strategy, wf))
-        self.thresholds_ = pools
+            return threshold_pool(x, self.n_thresholds, self.threshold_strategy, wf)
+
+        self.thresholds_ = _in_threads(pool, range(X.shape[1]), self._n_workers)
 
     def _category_ranks(self, X, y_centred, w):
         """Order of each categorical feature's levels in its bins.
@@ -722,13 +741,25 @@ class Preparation:
         bins = np.empty((n, len(columns)), dtype=dtype)
         order = np.empty((len(columns) if np.any(n_bins > max_hist_bins) else 1, n),
                          dtype=np.int32)
-        for c, (f, kind) in enumerate(columns):
+        n_workers = getattr(self, "_n_workers", 1)
+
+        def column(c):
+            f, kind = columns[c]
+            out = np.empty(n, dtype=dtype) if n_workers > 1 else bins[:, c]
             # In blocks of rows: the temporaries stay small beside the bins.
             for lo in range(0, n, BIN_BLOCK):
                 hi = min(n, lo + BIN_BLOCK)
-                bins[lo:hi, c] = self._column_bins(X[lo:hi, f], f, kind)
+                out[lo:hi] = self._column_bins(X[lo:hi, f], f, kind)
             if c < order.shape[0]:
-                order[c] = np.argsort(bins[:, c], kind="stable")
+                order[c] = np.argsort(out, kind="stable")
+            return out
+
+        # With threads each column is binned on its own (contiguous) and
+        # copied into the shared matrix afterwards, so no two threads write
+        # the same cache lines.
+        for c, out in enumerate(_in_threads(column, range(len(columns)), n_workers)):
+            if n_workers > 1:
+                bins[:, c] = out
         return bins, order, n_bins
 
     def _column_bins(self, x, f, kind):
