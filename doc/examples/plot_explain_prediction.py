@@ -27,7 +27,7 @@ X, y = load_diabetes(return_X_y=True, as_frame=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
 model = CLARITreeRegressor(max_depth=2, leaf_penalty=1e-2, ridge_alpha=1e-2)
 model.fit(X_train, y_train)
-print(export_text(model, decimals=3, max_terms=4))
+print(export_text(model, significant_digits=3, max_terms=4))
 
 # %%
 # One test patient, explained. ``rule`` is the path of tests, ``intercept``
