@@ -125,6 +125,8 @@ cdef class BuildContext:
                           Py_ssize_t m) noexcept nogil
     cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
                      Py_ssize_t n_saved) except -1 nogil
+    cdef int copy_node(self, Workspace* dst, Workspace* src, Py_ssize_t start,
+                       Py_ssize_t end, Py_ssize_t depth, int side) except -1 nogil
     cdef int check(self) except -1 nogil
     cdef Py_ssize_t push_node(self, Py_ssize_t depth, Py_ssize_t n_samples,
                               double loss, const double* acc,

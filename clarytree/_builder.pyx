@@ -325,6 +325,25 @@ cdef class BuildContext:
             carry.missing_hist = carry.prefix_hist = NULL
             carry.missing_keys = carry.prefix_keys = NULL
 
+    cdef int copy_node(self, Workspace* dst, Workspace* src, Py_ssize_t start,
+                       Py_ssize_t end, Py_ssize_t depth, int side) except -1 nogil:
+        """Give another thread's workspace ``dst`` the node's rows and statistics.
+
+        The segment ``[start, end)`` of the row orders (saved for restoring
+        after each candidate) and the node's total, histogram and keys.
+        """
+        cdef Py_ssize_t m = end - start, n_stats = self.n_stats, h = self.hist_size
+        self.reserve(dst, depth, 0, (self.splitter.n_orders + 1) * m)
+        self.splitter.copy_segment(&dst.sw, &src.sw, start, end)
+        self.splitter.save(&dst.sw, start, end, dst.saved[depth])
+        memcpy(self.total(dst, depth, side), self.total(src, depth, side),
+               n_stats * sizeof(double))
+        memcpy(self.hist(dst, depth, side), self.hist(src, depth, side),
+               h * n_stats * sizeof(double))
+        memcpy(self.keys(dst, depth, side), self.keys(src, depth, side),
+               h * sizeof(unsigned long long))
+        return 0
+
     cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
                      Py_ssize_t n_saved) except -1 nogil:
         cdef Candidate* c
@@ -1301,22 +1320,13 @@ cdef class LookaheadBuilder(TreeBuilder):
         reports progress.  Returns the number of candidates scored.
         """
         cdef Py_ssize_t t, k, m = end - start, n_threads = self.ctx.n_threads
-        cdef Py_ssize_t n_orders = self.splitter.n_orders, chunk, scored = 0
+        cdef Py_ssize_t chunk, scored = 0
         cdef Py_ssize_t w0 = 0, w1, wave = MEMO_WAVE if waves else n_cand
-        cdef Py_ssize_t n_stats = self.ctx.n_stats, h = self.ctx.hist_size
         cdef Workspace* wt
         for t in range(n_threads):
             wt = &self.ctx.ws[t]
             if t > 0:
-                self.ctx.reserve(wt, depth, 0, (n_orders + 1) * m)
-                self.splitter.copy_segment(&wt.sw, &ws.sw, start, end)
-                self.splitter.save(&wt.sw, start, end, wt.saved[depth])
-                memcpy(self.ctx.total(wt, depth, side), self.ctx.total(ws, depth, side),
-                       n_stats * sizeof(double))
-                memcpy(self.ctx.hist(wt, depth, side), self.ctx.hist(ws, depth, side),
-                       h * n_stats * sizeof(double))
-                memcpy(self.ctx.keys(wt, depth, side), self.ctx.keys(ws, depth, side),
-                       h * sizeof(unsigned long long))
+                self.ctx.copy_node(wt, ws, start, end, depth, side)
             self.ctx.start_carry(wt, &wt.carry, depth, m)
             wt.bound = bound
             wt.done = 0
@@ -1653,22 +1663,13 @@ cdef class LookaheadBuilder(TreeBuilder):
         the number of candidates scored.
         """
         cdef Py_ssize_t t, k, j, m = end - start, n_threads = self.ctx.n_threads
-        cdef Py_ssize_t n_orders = self.splitter.n_orders, chunk, scored = 0
-        cdef Py_ssize_t n_stats = self.ctx.n_stats, h = self.ctx.hist_size, g
+        cdef Py_ssize_t chunk, scored = 0, g
         cdef Py_ssize_t n = path.n_costs
         cdef Workspace* wt
         for t in range(n_threads):
             wt = &self.ctx.ws[t]
             if t > 0:
-                self.ctx.reserve(wt, depth, 0, (n_orders + 1) * m)
-                self.splitter.copy_segment(&wt.sw, &ws.sw, start, end)
-                self.splitter.save(&wt.sw, start, end, wt.saved[depth])
-                memcpy(self.ctx.total(wt, depth, side), self.ctx.total(ws, depth, side),
-                       n_stats * sizeof(double))
-                memcpy(self.ctx.hist(wt, depth, side), self.ctx.hist(ws, depth, side),
-                       h * n_stats * sizeof(double))
-                memcpy(self.ctx.keys(wt, depth, side), self.ctx.keys(ws, depth, side),
-                       h * sizeof(unsigned long long))
+                self.ctx.copy_node(wt, ws, start, end, depth, side)
                 for j in range(n_group):
                     g = group[j]
                     path.bound[t, depth, g] = path.bound[0, depth, g]

@@ -46,6 +46,9 @@ cdef class Tree:
     cdef const double[:, ::1] _box_upper
 
     cdef bint _goes_left(self, Py_ssize_t node, double x) noexcept nogil
+    cdef Py_ssize_t _child(self, Py_ssize_t node, double x) noexcept nogil
+    cdef double _filled(self, const double[:, ::1] X, Py_ssize_t i,
+                        Py_ssize_t j) noexcept nogil
     cdef void _apply(self, const double[:, ::1] X, Py_ssize_t[::1] out) noexcept nogil
     # The one place a leaf model is evaluated (predict, contributions): the
     # intercept plus the terms x_j * coef_j of the features with a nonzero

@@ -274,15 +274,20 @@ cdef class Tree:
             return (self._categories_left[node, code >> 5] >> (code & 31)) & 1
         return x <= self._threshold[node]
 
+    cdef inline Py_ssize_t _child(self, Py_ssize_t node, double x) noexcept nogil:
+        return self._left[node] if self._goes_left(node, x) else self._right[node]
+
+    cdef inline double _filled(self, const double[:, ::1] X, Py_ssize_t i,
+                               Py_ssize_t j) noexcept nogil:
+        # A leaf model reads a missing value as its fill value.
+        return self._fill[j] if isnan(X[i, j]) else X[i, j]
+
     cdef void _apply(self, const double[:, ::1] X, Py_ssize_t[::1] out) noexcept nogil:
         cdef Py_ssize_t i, node
         for i in range(X.shape[0]):
             node = 0
             while self._left[node] != TREE_LEAF:
-                if self._goes_left(node, X[i, self._feature[node]]):
-                    node = self._left[node]
-                else:
-                    node = self._right[node]
+                node = self._child(node, X[i, self._feature[node]])
             out[i] = node
 
     def apply(self, X):
@@ -448,19 +453,14 @@ cdef class Tree:
                     fitted = 0.0
                     for k in range(uptr[node], uptr[node + 1]):
                         j = uidx[k]
-                        x = Xv[i, j]
-                        if isnan(x):
-                            x = self._fill[j]
+                        x = self._filled(Xv, i, j)
                         t = x * cv[node, j]
                         mt[node, j] += wi * t
                         fitted = fitted + t
                     mfit[node] += wi * fitted
                     if self._left[node] == TREE_LEAF:
                         break
-                    if self._goes_left(node, Xv[i, self._feature[node]]):
-                        node = self._left[node]
-                    else:
-                        node = self._right[node]
+                    node = self._child(node, Xv[i, self._feature[node]])
             for node in range(count):
                 if wsum[node] > 0.0:
                     mfit[node] = mfit[node] / wsum[node]
@@ -474,23 +474,16 @@ cdef class Tree:
                     fitted = 0.0
                     for k in range(uptr[node], uptr[node + 1]):
                         j = uidx[k]
-                        x = Xv[i, j]
-                        if isnan(x):
-                            x = self._fill[j]
+                        x = self._filled(Xv, i, j)
                         fitted = fitted + x * cv[node, j]
                     fitted = wi * (fitted - mfit[node])
                     for k in range(uptr[node], uptr[node + 1]):
                         j = uidx[k]
-                        x = Xv[i, j]
-                        if isnan(x):
-                            x = self._fill[j]
+                        x = self._filled(Xv, i, j)
                         sh[node, j] += (x * cv[node, j] - mt[node, j]) * fitted
                     if self._left[node] == TREE_LEAF:
                         break
-                    if self._goes_left(node, Xv[i, self._feature[node]]):
-                        node = self._left[node]
-                    else:
-                        node = self._right[node]
+                    node = self._child(node, Xv[i, self._feature[node]])
         # Unseen (all missing) or nodes without rows: unbounded.
         empty = lower > upper
         lower[empty] = -np.inf
@@ -520,10 +513,7 @@ cdef class Tree:
                     k += 1
                     if self._left[node] == TREE_LEAF:
                         break
-                    if self._goes_left(node, Xv[i, self._feature[node]]):
-                        node = self._left[node]
-                    else:
-                        node = self._right[node]
+                    node = self._child(node, Xv[i, self._feature[node]])
                 ip[i + 1] = k
         data = np.ones(k, dtype=np.intp)
         return sparse.csr_matrix((data, indices[:k], indptr),
