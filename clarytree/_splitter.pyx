@@ -4,7 +4,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from libc.math cimport INFINITY, NAN, fabs, isnan
+from libc.math cimport INFINITY, NAN, fabs, fmin, isnan
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy, memset
 
@@ -817,12 +817,14 @@ cdef class Splitter:
         in ``_missing_side``, and a block's bound is the left loss of its
         first threshold's present rows plus the loss of the present rows
         above its last one (every child in the block holds one of those,
-        whichever side the missing rows take), down to single thresholds,
-        whose other two losses are computed only when that bound passes.
+        whichever side the missing rows take).  When that bound passes, the
+        tighter one that adds the missing rows to one side or the other
+        (the lesser of the two sums) is tried; at single thresholds the
+        other two losses are computed only when the first bound passes.
         """
         cdef Py_ssize_t a, b, mid, s, side, top = 0
         cdef Py_ssize_t stack[256]
-        cdef double score, lower, upper, slack, score_left
+        cdef double score, lower, upper, slack, score_left, lower_m, upper_m
         cdef double msl = <double>self.min_samples_leaf
         cdef const double* kept
         cdef double* alt = w.acc_alt
@@ -901,6 +903,20 @@ cdef class Splitter:
                     w.n_thresholds_scanned += b - a + 1
                     w.n_thresholds_skipped += b - a + 1
                     continue
+                if with_missing:
+                    # Tighter: each threshold's children also hold the
+                    # missing rows, on one side or the other.
+                    lower_m = self._alt_loss(w, total, a, 0)
+                    upper_m = self._side_loss(w, total, b, 1)
+                    if not lower_m < INFINITY:
+                        lower_m = lower
+                    if not upper_m < INFINITY:
+                        upper_m = upper
+                    if not improves(fmin(lower + upper_m, lower_m + upper) - slack,
+                                    best.score, floor):
+                        w.n_thresholds_scanned += b - a + 1
+                        w.n_thresholds_skipped += b - a + 1
+                        continue
             mid = (a + b) // 2
             stack[top] = mid + 1
             stack[top + 1] = b

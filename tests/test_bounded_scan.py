@@ -90,12 +90,14 @@ def test_bounded_scan_only_runs_where_factorizations_are_dear():
     assert counters["n_thresholds_scanned"] == 0
 
 
+@pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("lookahead", [0, 1])
-def test_bounded_scan_with_missing_bins(lookahead, weighted):
-    """Every feature has missing values: the bound of a block holds whichever
-    side each threshold sends the missing rows to."""
-    X, y = _problem(1200, 5 + lookahead)
+def test_bounded_scan_with_missing_bins(lookahead, weighted, exact):
+    """Every feature has missing values: the bounds of a block (present rows
+    only, then with the missing rows on either side) hold whichever side each
+    threshold sends the missing rows to."""
+    X, y = _problem(1200, 5 + lookahead, exact)
     rng = np.random.default_rng(lookahead)
     for f, frac in enumerate((0.1, 0.3, 0.05, 0.2, 0.15)):
         X[rng.random(X.shape[0]) < frac, f] = np.nan
