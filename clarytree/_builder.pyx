@@ -69,13 +69,14 @@ def workspace_bytes(Splitter splitter, Py_ssize_t max_depth, bint own_order=True
     """
     cdef Py_ssize_t n = splitter.n_samples, levels = max_depth + 2
     cdef Py_ssize_t n_stats = splitter.n_stats, h = splitter.hist_size
-    cdef Py_ssize_t q = splitter.criterion.q, block = splitter.gram_block
+    cdef Py_ssize_t block = splitter.gram_block
     cdef Py_ssize_t sides = 4 if splitter.has_missing else 2
     size = (levels * sides * (h + 1) * n_stats * 8 + levels * sides * h * 8
             + n * (4 + 1) + 4 * (splitter.n_orders + 1) * n
-            # the search's gathered blocks for Gram products
-            + 8 * (2 * block + q) * q + 4 * block * (splitter.n_features + 1)
-            + 8 * block + 32 * (splitter.max_bins + 1))
+            # the search sums' blocks of rows' packed statistics
+            + 8 * (block + 1) * ((n_stats + 7) // 8 * 8) + 64
+            + 4 * block * (splitter.n_features + 1)
+            + 8 * block + 40 * (splitter.max_bins + 1))
     if own_order:
         size += 4 * splitter.n_orders * n
     if splitter.n_swept == 0:

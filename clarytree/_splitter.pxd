@@ -97,8 +97,12 @@ cdef struct SplitterWork:
     double* row_stats           # n_stats
     double* acc_missing         # n_stats: the node's missing rows of one feature
     double* acc_alt             # n_stats: a threshold's left child with them
-    double* gather              # 2 * gram_block * q: rows [z, y] gathered, then by bin
-    double* gram                # q * q: one Gram product
+    # Search sums (see Splitter._add_stats_gram): a block's rows' packed
+    # statistics, gram_block rows of urow_stride doubles (64-byte aligned,
+    # zero beyond n_stats), and urow_stride doubles of scratch.
+    void* urows_block           # the allocation behind urows
+    double* urows
+    double* urow_acc
     Py_ssize_t* gather_pos      # 4 * (max bins + 1): per-bin counts / positions
     int* gather_bins            # gram_block * n_features: the gathered rows' bins
     int* gather_perm            # gram_block: gathered row of each bin-sorted position
@@ -172,7 +176,8 @@ cdef class Splitter:
     cdef readonly Py_ssize_t hist_size  # total histogram bins
     cdef readonly Py_ssize_t n_swept    # features searched by sorted sweeps
     cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
-    cdef Py_ssize_t gram_block          # rows per gather block (search sums)
+    cdef Py_ssize_t gram_block          # rows per block of the search sums
+    cdef Py_ssize_t urow_stride         # n_stats rounded up to 8 (whole cache lines)
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
     cdef Py_ssize_t max_thresholds      # per histogram feature

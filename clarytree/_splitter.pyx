@@ -5,24 +5,26 @@ from enum import IntEnum
 import numpy as np
 
 from libc.math cimport INFINITY, NAN, fabs, fmin, isnan
-from libc.stdlib cimport malloc, free, qsort
+from libc.stdlib cimport calloc, malloc, free, qsort
 from libc.string cimport memcpy, memset
 
 from ._criterion cimport (
     Criterion, add_row, add_rows, sweep_move_left,
     sweep_left_loss, sweep_right_loss, sweep_left_stats,
 )
-from ._linalg cimport packed_add_gram, packed_add_outer
+from ._linalg cimport packed_add_outer
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves, tie_floor,
     MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
 )
 
 
-# Search sums (add_stats with exact=False): rows are gathered in blocks of
-# at most GRAM_BLOCK, sorted by bin per histogram feature, and each bin's
-# sums are one Gram product (level-3 BLAS) instead of one rank-one update
-# per row and bin.  That pays once a bin averages a few rows and the rows
+# Search sums (add_stats with exact=False): rows are taken in blocks of at
+# most GRAM_BLOCK; each row's packed statistics are computed once per block,
+# and per histogram feature the block's rows are sorted by bin (their
+# positions only) and each bin's sum is accumulated in registers and added
+# to the bin once, instead of one update of the bin (n_stats doubles in
+# memory) per row.  That pays once a bin averages a few rows and the rows
 # are wide enough (q = p + 1 >= GRAM_MIN_Q); smaller calls go row by row.
 cdef Py_ssize_t GRAM_BLOCK = 2048
 cdef Py_ssize_t GRAM_MIN_Q = 4
@@ -103,6 +105,130 @@ cdef extern from *:
 
 
 cdef ct_add_row_fn _add_row_bins = ct_pick_add_row()
+
+
+cdef extern from *:
+    """
+    /* Search sums of one block of rows, per bin: U holds each row's packed
+       statistics (stride S, a multiple of 8 doubles, zero beyond ns);
+       perm lists the block's rows bin by bin, bin b at positions
+       [ends[b - 1], ends[b]).  Each bin's rows are summed into an
+       accumulator (element by element, in perm order, from zero), which
+       is then added to the bin's ns statistics in h.  Every route below
+       does exactly these adds per element, so all give the same bits. */
+    #define CT_BIN_SUMS_BODY \
+        Py_ssize_t b, j, s, first = 0, last; \
+        for (b = 0; b < nb; b++) { \
+            last = ends[b]; \
+            if (last > first) { \
+                for (s = 0; s < S; s++) acc[s] = 0.0; \
+                for (j = first; j < last; j++) { \
+                    const double* u = U + (Py_ssize_t)perm[j] * S; \
+                    for (s = 0; s < S; s++) acc[s] += u[s]; \
+                } \
+                double* hb = h + b * ns; \
+                for (s = 0; s < ns; s++) hb[s] += acc[s]; \
+            } \
+            first = last; \
+        }
+    typedef void (*ct_bin_sums_fn)(double*, const double*, Py_ssize_t, const int*,
+                                   const Py_ssize_t*, Py_ssize_t, Py_ssize_t, double*);
+    static void ct_bin_sums_base(double* restrict h, const double* restrict U,
+                                 Py_ssize_t S, const int* perm, const Py_ssize_t* ends,
+                                 Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
+    { CT_BIN_SUMS_BODY }
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    #include <immintrin.h>
+    __attribute__((target("avx2")))
+    static void ct_bin_sums_avx2(double* restrict h, const double* restrict U,
+                                 Py_ssize_t S, const int* perm, const Py_ssize_t* ends,
+                                 Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
+    { CT_BIN_SUMS_BODY }
+    /* AVX-512: up to 64 columns of a bin's sum held in eight registers. */
+    __attribute__((target("avx512f"), always_inline))
+    static inline void ct_flush512(double* hb, __m512d a, Py_ssize_t r) {
+        if (r >= 8) {
+            _mm512_storeu_pd(hb, _mm512_add_pd(_mm512_loadu_pd(hb), a));
+        } else if (r > 0) {
+            __mmask8 k = (__mmask8)((1u << r) - 1u);
+            __m512d v = _mm512_maskz_loadu_pd(k, hb);
+            _mm512_mask_storeu_pd(hb, k, _mm512_add_pd(v, a));
+        }
+    }
+    __attribute__((target("avx512f"), always_inline))
+    static inline void ct_bin_chunk512(double* hb, const double* U, Py_ssize_t S,
+                                       const int* perm, Py_ssize_t first,
+                                       Py_ssize_t last, Py_ssize_t r, const int nc) {
+        __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0,
+                a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        Py_ssize_t j;
+        for (j = first; j < last; j++) {
+            const double* u = U + (Py_ssize_t)perm[j] * S;
+            a0 = _mm512_add_pd(a0, _mm512_loadu_pd(u));
+            if (nc > 1) a1 = _mm512_add_pd(a1, _mm512_loadu_pd(u + 8));
+            if (nc > 2) a2 = _mm512_add_pd(a2, _mm512_loadu_pd(u + 16));
+            if (nc > 3) a3 = _mm512_add_pd(a3, _mm512_loadu_pd(u + 24));
+            if (nc > 4) a4 = _mm512_add_pd(a4, _mm512_loadu_pd(u + 32));
+            if (nc > 5) a5 = _mm512_add_pd(a5, _mm512_loadu_pd(u + 40));
+            if (nc > 6) a6 = _mm512_add_pd(a6, _mm512_loadu_pd(u + 48));
+            if (nc > 7) a7 = _mm512_add_pd(a7, _mm512_loadu_pd(u + 56));
+        }
+        ct_flush512(hb, a0, r);
+        if (nc > 1) ct_flush512(hb + 8, a1, r - 8);
+        if (nc > 2) ct_flush512(hb + 16, a2, r - 16);
+        if (nc > 3) ct_flush512(hb + 24, a3, r - 24);
+        if (nc > 4) ct_flush512(hb + 32, a4, r - 32);
+        if (nc > 5) ct_flush512(hb + 40, a5, r - 40);
+        if (nc > 6) ct_flush512(hb + 48, a6, r - 48);
+        if (nc > 7) ct_flush512(hb + 56, a7, r - 56);
+    }
+    __attribute__((target("avx512f")))
+    static void ct_bin_sums_avx512(double* restrict h, const double* restrict U,
+                                   Py_ssize_t S, const int* perm, const Py_ssize_t* ends,
+                                   Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
+    {
+        Py_ssize_t b, c, first = 0, last, nc;
+        (void)acc;
+        for (b = 0; b < nb; b++) {
+            last = ends[b];
+            if (last > first) {
+                for (c = 0; c < S; c += 64) {
+                    nc = (S - c) >> 3;
+                    double* hb = h + b * ns + c;
+                    const double* Uc = U + c;
+                    Py_ssize_t r = ns - c;
+                    switch (nc >= 8 ? 8 : nc) {
+                    case 1: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 1); break;
+                    case 2: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 2); break;
+                    case 3: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 3); break;
+                    case 4: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 4); break;
+                    case 5: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 5); break;
+                    case 6: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 6); break;
+                    case 7: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 7); break;
+                    default: ct_bin_chunk512(hb, Uc, S, perm, first, last, r, 8); break;
+                    }
+                }
+            }
+            first = last;
+        }
+    }
+    static ct_bin_sums_fn ct_pick_bin_sums(void) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f")) return ct_bin_sums_avx512;
+        if (__builtin_cpu_supports("avx2")) return ct_bin_sums_avx2;
+        return ct_bin_sums_base;
+    }
+    #else
+    static ct_bin_sums_fn ct_pick_bin_sums(void) { return ct_bin_sums_base; }
+    #endif
+    """
+    ctypedef void (*ct_bin_sums_fn)(double*, const double*, Py_ssize_t, const int*,
+                                    const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
+                                    double*) noexcept nogil
+    ct_bin_sums_fn ct_pick_bin_sums() noexcept nogil
+
+
+cdef ct_bin_sums_fn _bin_sums = ct_pick_bin_sums()
 
 
 cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
@@ -277,6 +403,7 @@ cdef class Splitter:
             raise ValueError("swept features need one row order per feature: order "
                              f"has {order.shape[0]} rows for {self.n_features} features")
         self.gram_block = min(self.n_samples, GRAM_BLOCK)
+        self.urow_stride = (self.n_stats + 7) // 8 * 8
         if criterion.q < GRAM_MIN_Q or not grouped_sums:
             self.gram_min_rows = self.n_samples + 1      # never
         elif self.n_swept == self.n_features:
@@ -287,7 +414,7 @@ cdef class Splitter:
                 GRAM_ROWS_PER_BIN * offset // (self.n_features - self.n_swept))
 
     cdef int init_work(self, SplitterWork* w, bint own_order) except -1:
-        cdef Py_ssize_t n = self.n_samples, n_stats = self.n_stats, q
+        cdef Py_ssize_t n = self.n_samples, n_stats = self.n_stats
         memset(w, 0, sizeof(SplitterWork))
         w.owns_order = own_order
         if own_order:
@@ -299,9 +426,10 @@ cdef class Splitter:
         w.bin_counts = <Py_ssize_t*>malloc(
             (self.max_bins + self.n_features) * sizeof(Py_ssize_t))
         w.acc_left = <double*>malloc(5 * n_stats * sizeof(double))
-        q = self.criterion.q
-        w.gather = <double*>malloc((2 * self.gram_block + q) * q * sizeof(double))
-        w.gather_pos = <Py_ssize_t*>malloc(4 * (self.max_bins + 1) * sizeof(Py_ssize_t))
+        # 64 bytes of slack to align the rows' statistics to cache lines.
+        w.urows_block = calloc((self.gram_block + 1) * self.urow_stride * sizeof(double)
+                               + 64, 1)
+        w.gather_pos = <Py_ssize_t*>malloc(5 * (self.max_bins + 1) * sizeof(Py_ssize_t))
         w.gather_bins = <int*>malloc(self.gram_block * (self.n_features + 1) * sizeof(int))
         w.gather_keys = <unsigned long long*>malloc(
             self.gram_block * sizeof(unsigned long long))
@@ -311,7 +439,7 @@ cdef class Splitter:
                 (n_stats + 4) * self.max_thresholds * sizeof(double))
         if (w.order == NULL or w.tmp == NULL or w.goes_left == NULL
                 or w.bin_counts == NULL or w.acc_left == NULL
-                or w.gather == NULL or w.gather_pos == NULL or w.gather_bins == NULL
+                or w.urows_block == NULL or w.gather_pos == NULL or w.gather_bins == NULL
                 or w.gather_keys == NULL
                 or (self.bounded_scan and (w.thr_bin == NULL or w.thr_left == NULL))):
             self.free_work(w)
@@ -321,7 +449,8 @@ cdef class Splitter:
         w.row_stats = w.acc_left + 2 * n_stats
         w.acc_missing = w.acc_left + 3 * n_stats
         w.acc_alt = w.acc_left + 4 * n_stats
-        w.gram = w.gather + 2 * self.gram_block * q
+        w.urows = <double*>((<size_t>w.urows_block + 63) & ~(<size_t>63))
+        w.urow_acc = w.urows + self.gram_block * self.urow_stride
         w.gather_perm = w.gather_bins + self.gram_block * self.n_features
         if self.bounded_scan:
             w.thr_n_left = w.thr_bin + self.max_thresholds
@@ -364,7 +493,7 @@ cdef class Splitter:
         free(w.goes_left)
         free(w.bin_counts)
         free(w.acc_left)
-        free(w.gather)
+        free(w.urows_block)
         free(w.gather_pos)
         free(w.gather_bins)
         free(w.gather_keys)
@@ -382,8 +511,9 @@ cdef class Splitter:
         w.row_stats = NULL
         w.acc_missing = NULL
         w.acc_alt = NULL
-        w.gather = NULL
-        w.gram = NULL
+        w.urows_block = NULL
+        w.urows = NULL
+        w.urow_acc = NULL
         w.gather_pos = NULL
         w.gather_bins = NULL
         w.gather_perm = NULL
@@ -446,76 +576,81 @@ cdef class Splitter:
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
                               unsigned long long* keys) noexcept nogil:
-        # Per block of rows: gather them once for the node's total, then per
-        # histogram feature scatter the gathered rows into bin order
-        # (counting sort) and add one Gram product per non-empty bin.
-        cdef Py_ssize_t i, j, f, b, row, start = 0, m, nb, first, off, nb1
+        # Per block of rows: each row's packed statistics once (stride
+        # urow_stride, zero-padded), then per histogram feature the rows'
+        # positions in bin order (counting sort of ints; the statistics stay
+        # in place) and one register-held sum per non-empty bin, added to
+        # the bin once per block: the bins are written once per block and
+        # bin instead of once per row (see _bin_sums).
+        cdef Py_ssize_t i, j, a, k, f, b, t, cnt, row, start = 0, m, nb, first, off
         cdef Py_ssize_t q = self.criterion.q, n_stats = self.n_stats
         cdef Py_ssize_t nf = self.n_features, stride = self.max_bins + 1
+        cdef Py_ssize_t S = self.urow_stride
         cdef const double* W = w.crit.W
-        cdef double* G0 = w.gather
-        cdef double* G = w.gather + self.gram_block * q
+        cdef double* U = w.urows
+        cdef double* u
         cdef Py_ssize_t* pos = w.gather_pos
+        cdef Py_ssize_t* ends = w.gather_pos + 4 * (self.max_bins + 1)
         cdef int* bb = w.gather_bins
         cdef int* perm = w.gather_perm
         cdef unsigned long long* rk = w.gather_keys
         cdef const double* src
-        cdef double* dst
-        cdef const int* blk
+        cdef double wa
         cdef unsigned long long key
         cdef bint with_hist = self.n_swept < nf
         while start < n_rows:
             m = min(self.gram_block, n_rows - start)
-            blk = rows + start
-            # One pass over the block's rows: their keys, the rows [z, y]
-            # and their bins, all contiguous.
+            # One pass over the block's rows: their packed statistics (the
+            # products of packed_add_outer), keys and bins, all contiguous.
             for i in range(m):
-                row = blk[i]
+                row = rows[start + i]
                 src = W + row * q
-                dst = G0 + i * q
-                for j in range(q):
-                    dst[j] = src[j]
+                u = U + i * S
+                k = 0
+                for a in range(q):
+                    wa = src[a]
+                    for j in range(a, q):
+                        u[k + j - a] = wa * src[j]
+                    k += q - a
+                perm[i] = <int>i
                 if with_hist:
                     rk[i] = _row_key(row)
                     self.bins_row(row, bb + i * nf)
-            packed_add_gram(total, G0, m, q, w.gram)
+            ends[0] = m
+            _bin_sums(total, U, S, perm, ends, 1, n_stats, w.urow_acc)
             for f in range(nf):
                 off = self.hist_offset[f]
                 if off < 0:
                     continue
                 nb = self.n_bins[f]
-                nb1 = nb + 1
-                # Counting sort with four interleaved tallies: runs of one
+                # Counting sort of the positions by (bin, i mod 4): four
+                # interleaved tallies and write positions, as runs of one
                 # bin (rows arrive sorted by feature 0) would otherwise
-                # serialize on one counter.
+                # serialize on one counter.  ends[b]: end of bin b.
                 for b in range(4 * stride):
                     pos[b] = 0
                 for i in range(m):
-                    pos[(i & 3) * stride + bb[i * nf + f] + 1] += 1
-                for b in range(1, nb1):
-                    pos[b] += pos[stride + b] + pos[2 * stride + b] + pos[3 * stride + b]
-                for b in range(nb):
-                    pos[b + 1] += pos[b]
-                # pos[b]: first gathered position of bin b; after the
-                # scatter it is the end of bin b (the start of bin b + 1).
-                for i in range(m):
-                    b = bb[i * nf + f]
-                    src = G0 + i * q
-                    dst = G + pos[b] * q
-                    for j in range(q):
-                        dst[j] = src[j]
-                    perm[pos[b]] = <int>i
-                    pos[b] += 1
+                    pos[(i & 3) * stride + bb[i * nf + f]] += 1
                 first = 0
                 for b in range(nb):
-                    if pos[b] > first:
-                        packed_add_gram(hist + (off + b) * n_stats, G + first * q,
-                                        pos[b] - first, q, w.gram)
+                    for t in range(4):
+                        cnt = pos[t * stride + b]
+                        pos[t * stride + b] = first
+                        first += cnt
+                    ends[b] = first
+                for i in range(m):
+                    b = (i & 3) * stride + bb[i * nf + f]
+                    perm[pos[b]] = <int>i
+                    pos[b] += 1
+                _bin_sums(hist + off * n_stats, U, S, perm, ends, nb, n_stats, w.urow_acc)
+                first = 0
+                for b in range(nb):
+                    if ends[b] > first:
                         key = 0
-                        for i in range(first, pos[b]):
+                        for i in range(first, ends[b]):
                             key += rk[perm[i]]
                         keys[off + b] += key
-                    first = pos[b]
+                    first = ends[b]
             start += m
 
     cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
