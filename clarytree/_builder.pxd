@@ -3,7 +3,9 @@
 
 from ._criterion cimport Criterion
 from ._memo cimport MemoKey, MemoScope, MemoTable
-from ._splitter cimport Splitter, SplitterWork, Candidate, CarryState, SplitRecord
+from ._splitter cimport (
+    Splitter, SplitterWork, Candidate, CarryState, SplitRecord, SET_WORDS,
+)
 
 
 cdef struct NodeRecord:
@@ -14,6 +16,9 @@ cdef struct NodeRecord:
     Py_ssize_t n_samples
     Py_ssize_t depth
     double loss                  # leaf objective of the node's rows (no penalty)
+    # A split on a wide categorical feature: its bins going left (bit b <=>
+    # bin b), since its ``bin`` refers to the node's level order.
+    unsigned long long set_words[SET_WORDS]
 
 
 cdef struct ChildCache:
@@ -122,7 +127,8 @@ cdef class BuildContext:
     cdef unsigned long long* keys(self, Workspace* ws, Py_ssize_t depth,
                                   int side) noexcept nogil
     cdef void start_carry(self, Workspace* ws, CarryState* carry, Py_ssize_t depth,
-                          Py_ssize_t m) noexcept nogil
+                          int side, Py_ssize_t m) noexcept nogil
+    cdef Py_ssize_t saved_size(self, Py_ssize_t m) noexcept nogil
     cdef int reserve(self, Workspace* ws, Py_ssize_t depth, Py_ssize_t n_cand,
                      Py_ssize_t n_saved) except -1 nogil
     cdef int copy_node(self, Workspace* dst, Workspace* src, Py_ssize_t start,
@@ -165,7 +171,8 @@ cdef class PathState:
                               Py_ssize_t n_samples, double loss, const double* acc,
                               Workspace* ws) except -1 nogil
     cdef void set_split(self, Py_ssize_t g, Py_ssize_t node, Py_ssize_t feature,
-                        Py_ssize_t bin, Py_ssize_t left, Py_ssize_t right) noexcept nogil
+                        Py_ssize_t bin, Py_ssize_t left, Py_ssize_t right,
+                        const unsigned long long* words) noexcept nogil
 
 
 cdef class TreeBuilder:

@@ -24,7 +24,7 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from libc.stdlib cimport calloc, realloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from ._criterion cimport Criterion
 from ._memo cimport (
@@ -34,6 +34,7 @@ from ._memo cimport (
 )
 from ._splitter cimport (
     Splitter, SplitRecord, Candidate, CarryState, enough_weight, improves, tie_floor,
+    SET_WORDS,
 )
 from ._tree cimport TREE_LEAF, TREE_UNDEFINED
 
@@ -303,16 +304,19 @@ cdef class BuildContext:
         return ws.keys + (self.n_sides * depth + side) * self.hist_size
 
     cdef void start_carry(self, Workspace* ws, CarryState* carry, Py_ssize_t depth,
-                          Py_ssize_t m) noexcept nogil:
-        """A fresh carried sweep over the candidates of a node at ``depth``.
+                          int side, Py_ssize_t m) noexcept nogil:
+        """A fresh carried sweep over the candidates of the node ``(depth, side)``.
 
-        Its bin-sorted rows follow the saved orders in ``ws.saved[depth]``;
-        with missing bins its scratch is the children's extra slots.
+        Its bin-sorted rows follow the saved orders in ``ws.saved[depth]``
+        (and a wide categorical feature's level order follows them); with
+        missing bins its scratch is the children's extra slots.
         """
         carry.feature = -1
         carry.bin = -1
         carry.pos = 0
         carry.rows = ws.saved[depth] + self.splitter.n_orders * m
+        carry.node_hist = self.hist(ws, depth, side)
+        carry.level_perm = carry.rows + m
         carry.with_missing = False
         if self.n_sides == 4:
             carry.missing_total = self.total(ws, depth + 1, 2)
@@ -326,6 +330,13 @@ cdef class BuildContext:
             carry.missing_hist = carry.prefix_hist = NULL
             carry.missing_keys = carry.prefix_keys = NULL
 
+    cdef Py_ssize_t saved_size(self, Py_ssize_t m) noexcept nogil:
+        # ints of ws.saved[depth] for a node of m rows: its saved row orders,
+        # the carried sweep's bin-sorted rows and, with wide categorical
+        # features, one level order.
+        return ((self.splitter.n_orders + 1) * m
+                + (self.splitter.set_bins if self.splitter.has_wide else 0))
+
     cdef int copy_node(self, Workspace* dst, Workspace* src, Py_ssize_t start,
                        Py_ssize_t end, Py_ssize_t depth, int side) except -1 nogil:
         """Give another thread's workspace ``dst`` the node's rows and statistics.
@@ -334,7 +345,7 @@ cdef class BuildContext:
         after each candidate) and the node's total, histogram and keys.
         """
         cdef Py_ssize_t m = end - start, n_stats = self.n_stats, h = self.hist_size
-        self.reserve(dst, depth, 0, (self.splitter.n_orders + 1) * m)
+        self.reserve(dst, depth, 0, self.saved_size(m))
         self.splitter.copy_segment(&dst.sw, &src.sw, start, end)
         self.splitter.save(&dst.sw, start, end, dst.saved[depth])
         memcpy(self.total(dst, depth, side), self.total(src, depth, side),
@@ -399,6 +410,7 @@ cdef class BuildContext:
         self.nodes[node].n_samples = n_samples
         self.nodes[node].depth = depth
         self.nodes[node].loss = loss
+        memset(self.nodes[node].set_words, 0, SET_WORDS * sizeof(unsigned long long))
         self.criterion.coef(acc, &self.coefs[node * p], &ws.sw.crit)
         return node
 
@@ -490,8 +502,11 @@ cdef class BuildContext:
             "depth": np.empty(count, dtype=np.intp),
             "node_objective": np.empty(count, dtype=np.float64),
             "coef": np.empty((count, p), dtype=np.float64),
+            "set_words": np.empty((count, SET_WORDS), dtype=np.uint64),
         }
         for i in range(count):
+            for j in range(SET_WORDS):
+                out["set_words"][i, j] = self.nodes[i].set_words[j]
             out["children_left"][i] = self.nodes[i].left_child
             out["children_right"][i] = self.nodes[i].right_child
             out["feature"][i] = self.nodes[i].feature
@@ -610,14 +625,19 @@ cdef class PathState:
         nodes[node].n_samples = n_samples
         nodes[node].depth = depth
         nodes[node].loss = loss
+        memset(nodes[node].set_words, 0, SET_WORDS * sizeof(unsigned long long))
         criterion.coef(acc, &self.coefs[g][node * p], &ws.sw.crit)
         return node
 
     cdef void set_split(self, Py_ssize_t g, Py_ssize_t node, Py_ssize_t feature,
-                        Py_ssize_t bin, Py_ssize_t left, Py_ssize_t right) noexcept nogil:
+                        Py_ssize_t bin, Py_ssize_t left, Py_ssize_t right,
+                        const unsigned long long* words) noexcept nogil:
+        # ``words``: a wide categorical split's set (see NodeRecord), or NULL.
         cdef NodeRecord* rec = &self.nodes[g][node]
         rec.feature = feature
         rec.bin = bin
+        if words != NULL:
+            memcpy(rec.set_words, words, SET_WORDS * sizeof(unsigned long long))
         rec.left_child = left
         rec.right_child = right
 
@@ -634,8 +654,11 @@ cdef class PathState:
             "depth": np.empty(count, dtype=np.intp),
             "node_objective": np.empty(count, dtype=np.float64),
             "coef": np.empty((count, p), dtype=np.float64),
+            "set_words": np.empty((count, SET_WORDS), dtype=np.uint64),
         }
         for i in range(count):
+            for j in range(SET_WORDS):
+                out["set_words"][i, j] = nodes[i].set_words[j]
             out["children_left"][i] = nodes[i].left_child
             out["children_right"][i] = nodes[i].right_child
             out["feature"][i] = nodes[i].feature
@@ -756,7 +779,8 @@ cdef class TreeBuilder:
                                     leaf_objective, objective)
         if self.choose(ws, start, end, depth, side, remaining, &split) == 0:
             return 0
-        mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin)
+        mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin,
+                                      self.ctx.hist(ws, depth, side))
         # The committed tree's statistics are summed row by row (the
         # reference rounding); the search's may be grouped, so scores can
         # differ in rounding but the output does not.
@@ -799,6 +823,10 @@ cdef class TreeBuilder:
             if emit:
                 self.ctx.nodes[node].feature = split.feature
                 self.ctx.nodes[node].bin = split.bin
+                if self.splitter.wide[split.feature]:
+                    self.splitter.set_words(&ws.sw, split.feature, split.bin,
+                                            self.ctx.hist(ws, depth, side),
+                                            self.ctx.nodes[node].set_words)
                 self.ctx.nodes[node].left_child = node + 1
                 self.ctx.nodes[node].right_child = right_node
             objective[0] = value
@@ -834,6 +862,10 @@ cdef class TreeBuilder:
                                        right_acc, ws)
             self.ctx.nodes[node].feature = split.feature
             self.ctx.nodes[node].bin = split.bin
+            if self.splitter.wide[split.feature]:
+                self.splitter.set_words(&ws.sw, split.feature, split.bin,
+                                        self.ctx.hist(ws, depth, side),
+                                        self.ctx.nodes[node].set_words)
             self.ctx.nodes[node].left_child = left
             self.ctx.nodes[node].right_child = right
         objective[0] = value
@@ -1000,6 +1032,8 @@ cdef class TreeBuilder:
         cdef bint splittable = remaining > 0 and enough_weight(
             total[0], 2.0 * self.ctx.min_samples_leaf)
         cdef Candidate* split
+        cdef unsigned long long words[SET_WORDS]
+        cdef const unsigned long long* split_words
         if ws.is_main:
             self.ctx.check()
         elif self.ctx.abort:
@@ -1043,7 +1077,13 @@ cdef class TreeBuilder:
                 # partitions these); ws.saved[depth] holds them.
                 self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
             split = &ws.cand[depth][w]
-            mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin)
+            split_words = NULL
+            if emit and self.splitter.wide[split.feature]:
+                self.splitter.set_words(&ws.sw, split.feature, split.bin,
+                                        self.ctx.hist(ws, depth, side), words)
+                split_words = words
+            mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin,
+                                          self.ctx.hist(ws, depth, side))
             self.prepare_children(ws, start, mid, end, depth, total,
                                   self.ctx.hist(ws, depth, side),
                                   self.ctx.keys(ws, depth, side), emit)
@@ -1060,7 +1100,7 @@ cdef class TreeBuilder:
                 if value < leaf_objective[g]:
                     if emit:
                         path.set_split(g, node_id[g], split.feature, split.bin,
-                                       node_id[g] + 1, right_id[g])
+                                       node_id[g] + 1, right_id[g], split_words)
                     out[g] = value
                 elif emit:
                     path.node_count[g] = node_id[g] + 1      # prune: drop the subtree
@@ -1078,6 +1118,8 @@ cdef class TreeBuilder:
         cdef double* leaf_objective = &path.leaf_objective[ws - self.ctx.ws, depth, 0]
         cdef Py_ssize_t* node_id = &path.node_id[depth, 0]
         cdef SplitRecord split
+        cdef unsigned long long words[SET_WORDS]
+        cdef const unsigned long long* split_words = NULL
         if not self.splitter.best_split(&ws.sw, start, end, total,
                                         self.ctx.hist(ws, depth, side), &split, left_acc):
             return 0
@@ -1086,6 +1128,10 @@ cdef class TreeBuilder:
                 right_acc[s] = total[s] - left_acc[s]
             left_loss = self.criterion.loss(left_acc, &ws.sw.crit)
             right_loss = self.criterion.loss(right_acc, &ws.sw.crit)
+            if self.splitter.wide[split.feature]:
+                self.splitter.set_words(&ws.sw, split.feature, split.bin,
+                                        self.ctx.hist(ws, depth, side), words)
+                split_words = words
         for k in range(n_group):
             g = group[k]
             value = split.score + 2.0 * path.costs[g]
@@ -1096,7 +1142,8 @@ cdef class TreeBuilder:
                                       left_loss, left_acc, ws)
                 right = path.push_node(g, self.criterion, depth + 1,
                                        end - start - split.n_left, right_loss, right_acc, ws)
-                path.set_split(g, node_id[g], split.feature, split.bin, left, right)
+                path.set_split(g, node_id[g], split.feature, split.bin, left, right,
+                               split_words)
             out[g] = value
         return 0
 
@@ -1188,7 +1235,7 @@ cdef class LookaheadBuilder(TreeBuilder):
             return self._greedy(ws, start, end, depth, side, split)
         n_cand = self.splitter.max_candidates(m)
         # Saved orders, then the rows sorted by bin for the carried sweep.
-        self.ctx.reserve(ws, depth, n_cand, (self.splitter.n_orders + 1) * m)
+        self.ctx.reserve(ws, depth, n_cand, self.ctx.saved_size(m))
         cand = ws.cand[depth]
         score = ws.score[depth]
         n_cand = self.splitter.candidates(&ws.sw, start, end,
@@ -1199,7 +1246,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         if n_cand == 0:
             return 0
         self.splitter.save(&ws.sw, start, end, ws.saved[depth])
-        self.ctx.start_carry(ws, &carry, depth, m)
+        self.ctx.start_carry(ws, &carry, depth, side, m)
         for i in range(n_cand):
             score[i] = INFINITY
         # Anytime search: the greedy split is scored first, so that whenever
@@ -1328,7 +1375,7 @@ cdef class LookaheadBuilder(TreeBuilder):
             wt = &self.ctx.ws[t]
             if t > 0:
                 self.ctx.copy_node(wt, ws, start, end, depth, side)
-            self.ctx.start_carry(wt, &wt.carry, depth, m)
+            self.ctx.start_carry(wt, &wt.carry, depth, side, m)
             wt.bound = bound
             wt.done = 0
             wt.cut = False
@@ -1443,7 +1490,8 @@ cdef class LookaheadBuilder(TreeBuilder):
                                      self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
         if c.duplicate:
             return 0
-        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin)
+        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
+                                      self.ctx.hist(ws, depth, side))
         if carried:
             self.splitter.subtract_stats(
                 self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
@@ -1509,7 +1557,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                 winner[group[k]] = 0
             return 1
         n_cand = self.splitter.max_candidates(m)
-        self.ctx.reserve(ws, depth, n_cand, (self.splitter.n_orders + 1) * m)
+        self.ctx.reserve(ws, depth, n_cand, self.ctx.saved_size(m))
         cand = ws.cand[depth]
         n_cand = self.splitter.candidates(&ws.sw, start, end,
                                           self.ctx.total(ws, depth, side), hist,
@@ -1520,7 +1568,7 @@ cdef class LookaheadBuilder(TreeBuilder):
             return 0
         score = path.reserve_scores(t, depth, n_cand)
         self.splitter.save(&ws.sw, start, end, ws.saved[depth])
-        self.ctx.start_carry(ws, &carry, depth, m)
+        self.ctx.start_carry(ws, &carry, depth, side, m)
         for k in range(n_group):
             bound[group[k]] = INFINITY
             for i in range(n_cand):
@@ -1622,7 +1670,8 @@ cdef class LookaheadBuilder(TreeBuilder):
                                      self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
         if c.duplicate:
             return 0
-        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin)
+        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
+                                      self.ctx.hist(ws, depth, side))
         if carried:
             self.splitter.subtract_stats(
                 self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
@@ -1674,7 +1723,7 @@ cdef class LookaheadBuilder(TreeBuilder):
                 for j in range(n_group):
                     g = group[j]
                     path.bound[t, depth, g] = path.bound[0, depth, g]
-            self.ctx.start_carry(wt, &wt.carry, depth, m)
+            self.ctx.start_carry(wt, &wt.carry, depth, side, m)
             wt.done = 0
             wt.cut = False
         chunk = max(1, n_cand // (4 * n_threads))

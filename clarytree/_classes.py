@@ -66,11 +66,9 @@ _SEMANTICS = """
     levels present in a node give at most ``K - 1`` candidates, scored like
     thresholds (lookahead scores them like any other candidate).  A level
     without training rows at a node follows the node's missing-value
-    direction.  Columns with more than 62 levels (plus missing values) are
-    searched by the prefixes of one order, by mean target over all training
-    rows, instead of each node's.  With ``min_category_weight=m`` the levels
-    whose training weight is below ``m``, and the levels beyond the 255
-    heaviest, are merged into one level ``"<other>"`` (its members in
+    direction.  With ``min_category_weight=m`` the levels whose training
+    weight is below ``m``, and the levels beyond the 255 heaviest, are
+    merged into one level ``"<other>"`` (its members in
     ``merged_categories_``); with None more than 256 levels are an error.
 
     Missing values: NaN in ``X`` (never in ``y``) is allowed.  Every

@@ -52,13 +52,13 @@ OTHER = "<other>"
 # Kinds of split columns (one per feature).  PLAIN: no missing values in
 # training.  MISSING_BIN: its bins are the present values' and a last bin
 # for the missing rows (see the splitter's MISSING_LEFT).  A categorical
-# feature with few levels is one LEVEL_SET column: its bins are the level
-# codes plus, if it has missing values, a last bin for them, and the
-# splitter searches subsets of them (prefixes of each node's order).
+# feature is one LEVEL_SET column: its bins are the level codes plus, if it
+# has missing values, a last bin for them, and the splitter searches subsets
+# of them (prefixes of each node's order).
 PLAIN, MISSING_BIN, LEVEL_SET = 0, 1, 2
-# At most this many bins (levels + the missing bin) in a LEVEL_SET column
-# (the splitter's bit-mask width); more levels are binned by their overall
-# order (see Preparation._category_ranks).
+# A LEVEL_SET column with at most this many bins (levels + the missing bin)
+# reports a split's set as a bit mask in its ``bin``; a wider one as the
+# builder's ``set_words`` of the node (the splitter's MAX_SET_BINS).
 MAX_SET_BINS = 63
 # Rows per block when binning a column.
 BIN_BLOCK = 1 << 16
@@ -565,8 +565,7 @@ class Preparation:
         self._missing_set = set(self.missing_features_.tolist())
         self._split_columns = []
         for f in range(n_features):
-            if self.is_categorical_[f] and \
-                    len(self.categories_[f]) + int(missing[f]) <= MAX_SET_BINS:
+            if self.is_categorical_[f]:
                 self._split_columns.append((f, LEVEL_SET))
             elif missing[f]:
                 self._split_columns.append((f, MISSING_BIN))
@@ -597,7 +596,6 @@ class Preparation:
         data.sample_weight = w
         data.W, data.ridge, data.tss = self._design(X_enc, y_centred, w, reg, mean, std)
         self._pools(X_enc, w)
-        self._category_ranks(X_enc, y_centred, w)
         data.bins, data.order, data.n_bins = self.bins(X_enc, max_hist_bins)
         return data
 
@@ -663,27 +661,6 @@ class Preparation:
             return threshold_pool(x, self.n_thresholds, self.threshold_strategy, wf)
 
         self.thresholds_ = _in_threads(pool, range(X.shape[1]), self._n_workers)
-
-    def _category_ranks(self, X, y_centred, w):
-        """Order of each categorical feature's levels in its bins.
-
-        The levels are binned by their weighted mean target on all training
-        rows (ties by code), so a threshold over these bins is the split of
-        a prefix of that order.
-        """
-        self._ranks = [None] * X.shape[1]
-        for f in np.flatnonzero(self.is_categorical_):
-            k = len(self.categories_[f])
-            x = X[:, f]
-            present = ~np.isnan(x)
-            codes = x[present].astype(np.intp)
-            wf = np.ones(codes.shape[0]) if w is None else w[present]
-            total = np.bincount(codes, weights=wf, minlength=k)
-            sums = np.bincount(codes, weights=wf * y_centred[present], minlength=k)
-            means = sums / np.where(total > 0, total, 1.0)
-            rank = np.empty(k, dtype=np.intp)
-            rank[np.argsort(means, kind="stable")] = np.arange(k)
-            self._ranks[f] = rank
 
     # -- split columns -----------------------------------------------------
 
@@ -768,16 +745,17 @@ class Preparation:
         if kind == LEVEL_SET:
             # Level codes; missing (and unseen) values in the last bin.
             return np.where(missing, len(self.categories_[f]), x)
-        if self.is_categorical_[f]:
-            value_bin = self._ranks[f][np.where(missing, 0, x).astype(np.intp)]
-        else:
-            value_bin = np.searchsorted(self.thresholds_[f], x, side="left")
+        value_bin = np.searchsorted(self.thresholds_[f], x, side="left")
         if kind == PLAIN:
             return value_bin
         return np.where(missing, self._n_values(f), value_bin)
 
-    def split(self, column, b):
+    def split(self, column, b, set_words=None):
         """The tree test of a split at bin ``b`` of split column ``column``.
+
+        ``set_words`` (the builder's node record) holds the level set of a
+        split on a categorical column with more than ``MAX_SET_BINS`` bins,
+        whose ``b`` refers to its node's level order.
 
         Returns
         -------
@@ -795,16 +773,18 @@ class Preparation:
         words = np.zeros(MAX_CATEGORIES // 32, dtype=np.uint32)
         if kind == LEVEL_SET:
             k = len(self.categories_[f])
-            left = [c for c in range(k) if (b >> c) & 1]
-            missing_left = (b >> k) & 1 if f in self._missing_set else 0
+            n_bins = k + int(f in self._missing_set)
+            if n_bins > MAX_SET_BINS:
+                bits = np.unpackbits(np.asarray(set_words, dtype="<u8").view(np.uint8),
+                                     bitorder="little")[:n_bins]
+            else:
+                bits = (b >> np.arange(n_bins)) & 1
+            left = np.flatnonzero(bits[:k])
+            missing_left = int(bits[k]) if n_bins > k else 0
             return f, float(TREE_UNDEFINED), missing_left, 1, categories_bitset(left)
         missing_left = 1 if kind == MISSING_BIN and b & MISSING_LEFT else 0
         # Bin index of the last present-value bin that goes left.
         last = b & ~MISSING_LEFT if kind == MISSING_BIN else b
-        if self.is_categorical_[f]:
-            rank = self._ranks[f]
-            words = categories_bitset(np.flatnonzero(rank <= last))
-            return f, float(TREE_UNDEFINED), missing_left, 1, words
         pool = self.thresholds_[f]
         if last >= pool.shape[0]:
             threshold = np.inf           # every present value left, missing right
@@ -836,7 +816,9 @@ class Preparation:
         internal = np.flatnonzero(nodes["feature"] >= 0)
         for node in internal:
             (feature[node], threshold[node], missing_left[node], is_cat[node],
-             words[node]) = self.split(int(nodes["feature"][node]), int(nodes["bin"][node]))
+             words[node]) = self.split(int(nodes["feature"][node]), int(nodes["bin"][node]),
+                                       nodes["set_words"][node] if "set_words" in nodes
+                                       else None)
         out = dict(nodes, feature=feature, threshold=threshold, missing_go_left=missing_left,
                    is_categorical=is_cat, categories_left=words)
         left, right = nodes["children_left"], nodes["children_right"]

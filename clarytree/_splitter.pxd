@@ -45,11 +45,17 @@ cdef inline bint enough_weight(double weight, double needed) noexcept nogil:
     return weight >= needed * (1.0 - 1e-9)
 
 
-# A categorical feature searched by level sets has at most this many bins
-# (its levels and the missing bin): a set of them is a bit mask in a split's
-# ``bin`` (a non-negative Py_ssize_t).
+# A categorical feature with at most this many bins (its levels and the
+# missing bin) carries a split's level set as a bit mask in its ``bin`` (a
+# non-negative Py_ssize_t).  A wider one (up to 64 * SET_WORDS bins) is
+# searched the same way, by the prefixes of the node's level order, but its
+# ``bin`` is the last rank of the prefix in that order: the set is recomputed
+# from the node's histogram wherever it is needed (``level_set``), so
+# candidates and split records keep their size.  The fitted tree's node
+# records hold such a set as SET_WORDS 64-bit words (``set_words``).
 cdef enum:
     MAX_SET_BINS = 63
+    SET_WORDS = 5
 
 
 # A numeric feature with missing values in training is one split column
@@ -117,6 +123,14 @@ cdef struct SplitterWork:
     # ... and, for a feature with a missing bin, both children's losses
     # with the missing rows on the left (left + acc_missing, the rest).
     double* thr_alt_loss        # 2 * max_thresholds
+    # A node's level order of one categorical feature (``_category_order``):
+    # bins by rank, their sort keys, merge scratch for both, and for a wide
+    # feature's split which bins go left (``level_set``); set_bins each.
+    int* level_perm
+    double* level_key
+    int* level_tmp
+    double* level_tmp_key
+    unsigned char* level_left
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
@@ -143,6 +157,11 @@ cdef struct CarryState:
     double* prefix_total
     double* prefix_hist
     unsigned long long* prefix_keys
+    # A wide categorical feature (see MAX_SET_BINS): the node's histogram
+    # (its level order is read off it) and that order (``set_bins`` ints),
+    # of which the first ``pos`` levels are in the carried sums.
+    const double* node_hist
+    int* level_perm
 
 
 cdef class Splitter:
@@ -157,10 +176,18 @@ cdef class Splitter:
     cdef int[:, ::1] order              # (n_features, n_samples) sorted rows
     cdef const int[::1] n_bins          # bins per feature (thresholds + 1)
     # 1 for a categorical feature searched by level sets: its bins are level
-    # codes (missing values in a bin of their own), at most MAX_SET_BINS of
-    # them; a split's ``bin`` is then the set of bins going left, as a bit
-    # mask (bit b <=> bin b), and ``x <= bin`` does not apply.
+    # codes (missing values in a bin of their own), at most 64 * SET_WORDS
+    # of them; with at most MAX_SET_BINS a split's ``bin`` is the set of bins
+    # going left, as a bit mask (bit b <=> bin b), and ``x <= bin`` does not
+    # apply.
     cdef const unsigned char[::1] categorical
+    # 1 for a categorical feature with more than MAX_SET_BINS bins: its
+    # split's ``bin`` is the last rank of the left prefix of the node's level
+    # order, and the set is recomputed from the node's histogram.
+    cdef unsigned char[::1] wide
+    cdef readonly bint has_wide
+    # Most bins of a categorical feature (0: none): the level-order buffers.
+    cdef readonly Py_ssize_t set_bins
     # 1 for a numeric feature whose last bin holds its missing rows (see
     # MISSING_LEFT_BIT); never set together with ``categorical``.
     cdef const unsigned char[::1] missing
@@ -245,6 +272,9 @@ cdef class Splitter:
     cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const Candidate* cand, CarryState* state, double* total,
                          double* hist, unsigned long long* keys) noexcept nogil
+    cdef void _carry_wide(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                          const Candidate* cand, CarryState* state, double* total,
+                          double* hist, unsigned long long* keys) noexcept nogil
     cdef void add_rows_going_left(self, SplitterWork* w, const int* rows,
                                   Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t upto,
                                   double sign, double* total, double* hist,
@@ -254,6 +284,16 @@ cdef class Splitter:
     cdef Py_ssize_t _category_order(self, SplitterWork* w, Py_ssize_t f,
                                     const double* hist, int* perm,
                                     double* key) noexcept nogil
+    cdef Py_ssize_t _category_order_wide(self, SplitterWork* w, Py_ssize_t f,
+                                         const double* hist, int* perm,
+                                         double* key) noexcept nogil
+    # Which bins split (feature, bin) of a wide categorical feature sends
+    # left at a node with histogram ``hist``: left[b] for every bin b.
+    cdef void level_set(self, SplitterWork* w, Py_ssize_t f, Py_ssize_t bin,
+                        const double* hist, unsigned char* left) noexcept nogil
+    # The same set as SET_WORDS words (bit b <=> bin b), for the tree.
+    cdef void set_words(self, SplitterWork* w, Py_ssize_t f, Py_ssize_t bin,
+                        const double* hist, unsigned long long* words) noexcept nogil
     cdef void _keep_threshold(self, SplitterWork* w, Py_ssize_t k, Py_ssize_t b,
                               Py_ssize_t n_left, const double* left) noexcept nogil
     cdef double _side_loss(self, SplitterWork* w, const double* total,
@@ -291,9 +331,10 @@ cdef class Splitter:
                                const unsigned long long* keys,
                                Candidate* out) noexcept nogil
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil
+    # ``hist``: the node's histogram (read for a wide categorical split only).
     cdef Py_ssize_t partition(self, SplitterWork* w, Py_ssize_t start,
                               Py_ssize_t end, Py_ssize_t feature,
-                              Py_ssize_t bin) noexcept nogil
+                              Py_ssize_t bin, const double* hist) noexcept nogil
     cdef void save(self, const SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                    int* buffer) noexcept nogil
     cdef void restore(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,

@@ -15,7 +15,7 @@ from ._criterion cimport (
 from ._linalg cimport packed_add_outer
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves, tie_floor,
-    MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL,
+    MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL, SET_WORDS,
 )
 
 
@@ -294,7 +294,11 @@ cdef class Splitter:
         Gram products of bin-sorted rows; False sums row by row everywhere.
         Either way the fitted tree's statistics are summed row by row.
     categorical : ndarray of shape (n_features,), uint8, optional
-        1 for a feature searched by level sets (see ``_splitter.pxd``).
+        1 for a feature searched by level sets (see ``_splitter.pxd``): the
+        prefixes of each node's level order.  With more than MAX_SET_BINS
+        (63) bins, up to 320, a split's ``bin`` is the last rank of its
+        prefix in the node's order, and the builder asks ``set_words`` for
+        the set when it records the split.
     missing : ndarray of shape (n_features,), uint8, optional
         1 for a numeric feature whose last bin holds its missing rows.  At
         a node with missing rows each threshold is one candidate, the
@@ -372,9 +376,16 @@ cdef class Splitter:
                     raise ValueError(f"feature {f} with a missing bin needs 2 to "
                                      f"{MISSING_LEFT_BIT - 1} bins, has {n_bins[f]}")
                 self.has_missing = True
-            if self.categorical[f] and n_bins[f] > MAX_SET_BINS:
-                raise ValueError(f"a categorical feature has at most {MAX_SET_BINS} bins, "
-                                 f"feature {f} has {n_bins[f]}")
+            if self.categorical[f] and n_bins[f] > 64 * SET_WORDS:
+                raise ValueError(f"a categorical feature has at most {64 * SET_WORDS} "
+                                 f"bins, feature {f} has {n_bins[f]}")
+        self.wide = np.zeros(self.n_features, dtype=np.uint8)
+        self.set_bins = 0
+        for f in range(self.n_features):
+            if self.categorical[f]:
+                self.set_bins = max(self.set_bins, n_bins[f])
+                self.wide[f] = n_bins[f] > MAX_SET_BINS
+        self.has_wide = self.set_bins > MAX_SET_BINS
         self.max_bins = max(np.max(n_bins), 1)
         self.min_samples_leaf = max(min_samples_leaf, 1)
         self.criterion = criterion
@@ -437,6 +448,15 @@ cdef class Splitter:
             w.thr_bin = <Py_ssize_t*>malloc(2 * self.max_thresholds * sizeof(Py_ssize_t))
             w.thr_left = <double*>malloc(
                 (n_stats + 4) * self.max_thresholds * sizeof(double))
+        if self.set_bins > 0:
+            w.level_perm = <int*>malloc(2 * self.set_bins * sizeof(int))
+            w.level_key = <double*>malloc(2 * self.set_bins * sizeof(double))
+            w.level_left = <unsigned char*>malloc(self.set_bins * sizeof(unsigned char))
+            if w.level_perm == NULL or w.level_key == NULL or w.level_left == NULL:
+                self.free_work(w)
+                raise MemoryError("could not allocate the splitter's scratch")
+            w.level_tmp = w.level_perm + self.set_bins
+            w.level_tmp_key = w.level_key + self.set_bins
         if (w.order == NULL or w.tmp == NULL or w.goes_left == NULL
                 or w.bin_counts == NULL or w.acc_left == NULL
                 or w.urows_block == NULL or w.gather_pos == NULL or w.gather_bins == NULL
@@ -499,6 +519,14 @@ cdef class Splitter:
         free(w.gather_keys)
         free(w.thr_bin)
         free(w.thr_left)
+        free(w.level_perm)
+        free(w.level_key)
+        free(w.level_left)
+        w.level_perm = NULL
+        w.level_tmp = NULL
+        w.level_key = NULL
+        w.level_tmp_key = NULL
+        w.level_left = NULL
         w.thr_bin = NULL
         w.thr_n_left = NULL
         w.thr_left = NULL
@@ -712,6 +740,9 @@ cdef class Splitter:
         """
         cdef Py_ssize_t m = end - start, first, f = cand.feature, b, lo, hi, i
         cdef Py_ssize_t n_hist = self.hist_size * self.n_stats
+        if self.wide[f]:
+            self._carry_wide(w, start, end, cand, state, total, hist, keys)
+            return
         if self.categorical[f]:
             # The level sets of one node are not nested in bin order: the
             # left child's sums start over for every candidate and add its
@@ -767,6 +798,32 @@ cdef class Splitter:
             for i in range(self.hist_size):
                 keys[i] += state.missing_keys[i]
             state.with_missing = True
+
+    cdef void _carry_wide(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                          const Candidate* cand, CarryState* state, double* total,
+                          double* hist, unsigned long long* keys) noexcept nogil:
+        # ``carry_left`` of a wide categorical feature.  Its candidates are
+        # nested prefixes of the node's level order (computed once per node
+        # from ``state.node_hist``, as ``candidates`` did), so along them only
+        # the levels that join are added, one bin's rows per ``add_stats``
+        # call: the same calls in the same order as from an empty prefix,
+        # hence the same sums wherever a sweep was resumed.
+        cdef Py_ssize_t m = end - start, f = cand.feature, r, b, lo, hi
+        if state.feature != f:
+            self.sort_by_bin(w, start, end, f, state.rows)
+            self._category_order(w, f, state.node_hist, state.level_perm, w.level_key)
+            state.feature = f
+            state.bin = cand.bin + 1        # start over below
+        if cand.bin < state.bin:
+            self.clear_stats(total, hist, keys)
+            state.bin = -1
+        for r in range(state.bin + 1, cand.bin + 1):
+            b = state.level_perm[r]
+            lo = self._bin_end(state.rows, m, f, b - 1, 0)
+            hi = self._bin_end(state.rows, m, f, b, lo)
+            self.add_stats(w, state.rows + lo, hi - lo, total, hist, keys, False)
+        state.bin = cand.bin
+        state.pos = 0
 
     cdef void add_rows_going_left(self, SplitterWork* w, const int* rows,
                                   Py_ssize_t n_rows, Py_ssize_t feature, Py_ssize_t upto,
@@ -834,7 +891,8 @@ cdef class Splitter:
         order.  The node's model is fitted to the sum of the feature's bins,
         so the search and the candidate list order the levels identically.
         Returns the number of non-empty bins.  Uses ``acc_right`` and
-        ``row_stats`` as scratch.
+        ``row_stats`` as scratch.  A wide feature's bins are sorted by a
+        stable merge sort (``level_tmp``), the others by insertion.
         """
         cdef Py_ssize_t b, j, s, count = 0, p = self.criterion.p, n_stats = self.n_stats
         cdef Py_ssize_t off = self.hist_offset[f]
@@ -842,6 +900,8 @@ cdef class Splitter:
         cdef double* node = w.acc_right
         cdef const double* h
         cdef double r
+        if self.wide[f]:
+            return self._category_order_wide(w, f, hist, perm, key)
         memset(node, 0, n_stats * sizeof(double))
         for b in range(self.n_bins[f]):
             h = hist + (off + b) * n_stats
@@ -865,6 +925,95 @@ cdef class Splitter:
             perm[j] = <int>b
             count += 1
         return count
+
+    cdef Py_ssize_t _category_order_wide(self, SplitterWork* w, Py_ssize_t f,
+                                         const double* hist, int* perm,
+                                         double* key) noexcept nogil:
+        # ``_category_order`` for a wide feature: the same keys, then a
+        # bottom-up merge sort (ties keep bin order, as insertion does).
+        cdef Py_ssize_t b, j, s, count = 0, p = self.criterion.p, n_stats = self.n_stats
+        cdef Py_ssize_t off = self.hist_offset[f], width, lo, mid, hi, i, k
+        cdef double* beta = w.row_stats
+        cdef double* node = w.acc_right
+        cdef const double* h
+        cdef double r
+        cdef int* src_p = perm
+        cdef double* src_k = key
+        cdef int* dst_p = w.level_tmp
+        cdef double* dst_k = w.level_tmp_key
+        cdef int* tp
+        cdef double* tk
+        memset(node, 0, n_stats * sizeof(double))
+        for b in range(self.n_bins[f]):
+            h = hist + (off + b) * n_stats
+            for s in range(n_stats):
+                node[s] += h[s]
+        self.criterion.coef(node, beta, &w.crit)
+        for b in range(self.n_bins[f]):
+            h = hist + (off + b) * n_stats
+            if h[0] == 0.0:
+                continue
+            r = h[p]
+            for j in range(p):
+                r -= h[j] * beta[j]
+            key[count] = r / h[0]
+            perm[count] = <int>b
+            count += 1
+        width = 1
+        while width < count:
+            lo = 0
+            while lo < count:
+                mid = min(lo + width, count)
+                hi = min(lo + 2 * width, count)
+                i = lo
+                j = mid
+                k = lo
+                while k < hi:
+                    # The right run's head goes first only when strictly smaller.
+                    if j < hi and (i >= mid or src_k[j] < src_k[i]):
+                        dst_k[k] = src_k[j]
+                        dst_p[k] = src_p[j]
+                        j += 1
+                    else:
+                        dst_k[k] = src_k[i]
+                        dst_p[k] = src_p[i]
+                        i += 1
+                    k += 1
+                lo = hi
+            tp = src_p
+            src_p = dst_p
+            dst_p = tp
+            tk = src_k
+            src_k = dst_k
+            dst_k = tk
+            width *= 2
+        if src_p != perm:
+            memcpy(perm, src_p, count * sizeof(int))
+            memcpy(key, src_k, count * sizeof(double))
+        return count
+
+    cdef void level_set(self, SplitterWork* w, Py_ssize_t f, Py_ssize_t bin,
+                        const double* hist, unsigned char* left) noexcept nogil:
+        """Which bins split ``(f, bin)`` of a wide feature sends left (``left[b]``).
+
+        The first ``bin + 1`` bins of the node's level order, recomputed
+        from the node's histogram ``hist`` exactly as the search computed it.
+        """
+        cdef Py_ssize_t r
+        self._category_order(w, f, hist, w.level_perm, w.level_key)
+        memset(left, 0, self.n_bins[f] * sizeof(unsigned char))
+        for r in range(bin + 1):
+            left[w.level_perm[r]] = 1
+
+    cdef void set_words(self, SplitterWork* w, Py_ssize_t f, Py_ssize_t bin,
+                        const double* hist, unsigned long long* words) noexcept nogil:
+        """``level_set`` as SET_WORDS 64-bit words (bit b <=> bin b goes left)."""
+        cdef Py_ssize_t b
+        self.level_set(w, f, bin, hist, w.level_left)
+        memset(words, 0, SET_WORDS * sizeof(unsigned long long))
+        for b in range(self.n_bins[f]):
+            if w.level_left[b]:
+                words[b >> 6] |= (<unsigned long long>1) << (b & 63)
 
     cdef bint _use_incremental(self, Py_ssize_t m, Py_ssize_t f) noexcept nogil:
         # Flop model of appendix A.3: the bulk route pays one factorization
@@ -1321,9 +1470,8 @@ cdef class Splitter:
         cdef double* left = w.acc_left
         cdef double score, msl = <double>self.min_samples_leaf
         cdef double weight = total[0], w_left, root
-        cdef bint incremental, found = False
-        cdef int perm[MAX_SET_BINS]
-        cdef double key[MAX_SET_BINS]
+        cdef bint incremental, found = False, wide
+        cdef int* perm = w.level_perm
         cdef Py_ssize_t count, r, cset, n_thr
         best.score = INFINITY
         # min_samples_leaf counts training weight (rows when unweighted).
@@ -1332,8 +1480,10 @@ cdef class Splitter:
         for f in range(nf):
             off = self.hist_offset[f]
             if self.categorical[f]:
-                # Prefixes of the node's level order: K levels, K - 1 sets.
-                count = self._category_order(w, f, hist, perm, key)
+                # Prefixes of the node's level order: K levels, K - 1 sets,
+                # each a bit mask (a wide feature: the prefix's last rank).
+                count = self._category_order(w, f, hist, perm, w.level_key)
+                wide = self.wide[f]
                 memset(left, 0, n_stats * sizeof(double))
                 cset = 0
                 n_thr = 0
@@ -1342,7 +1492,10 @@ cdef class Splitter:
                     h = hist + (off + b) * n_stats
                     for s in range(n_stats):
                         left[s] += h[s]
-                    cset |= (<Py_ssize_t>1) << b
+                    if wide:
+                        cset = r
+                    else:
+                        cset |= (<Py_ssize_t>1) << b
                     n_left = <Py_ssize_t>left[0]
                     if not enough_weight(left[0], msl):
                         continue
@@ -1461,9 +1614,9 @@ cdef class Splitter:
         cdef int bin_i
         cdef unsigned long long key
         cdef double msl = <double>self.min_samples_leaf, weight = 0.0, w_left, root
-        cdef int perm[MAX_SET_BINS]
-        cdef double order_key[MAX_SET_BINS]
+        cdef int* perm = w.level_perm
         cdef Py_ssize_t n_levels, r, cset
+        cdef bint wide
         # min_samples_leaf counts training weight (rows when unweighted): the
         # node's weight is the sum of its rows' squared design intercepts.
         rows = w.order + start
@@ -1479,14 +1632,18 @@ cdef class Splitter:
             w_left = 0.0
             if self.categorical[f]:
                 # Prefixes of the node's level order, as in best_split.
-                n_levels = self._category_order(w, f, hist, perm, order_key)
+                n_levels = self._category_order(w, f, hist, perm, w.level_key)
+                wide = self.wide[f]
                 cset = 0
                 for r in range(n_levels - 1):
                     b = perm[r]
                     w_left += hist[(off + b) * n_stats]
                     n_left = <Py_ssize_t>w_left
                     key += keys[off + b]
-                    cset |= (<Py_ssize_t>1) << b
+                    if wide:
+                        cset = r
+                    else:
+                        cset |= (<Py_ssize_t>1) << b
                     if not enough_weight(w_left, msl):
                         continue
                     if not enough_weight(weight - w_left, msl):
@@ -1543,8 +1700,12 @@ cdef class Splitter:
 
     cdef Py_ssize_t partition(self, SplitterWork* w, Py_ssize_t start,
                               Py_ssize_t end, Py_ssize_t feature,
-                              Py_ssize_t bin) noexcept nogil:
-        """Stable partition of the kept orders; returns the split index."""
+                              Py_ssize_t bin, const double* hist) noexcept nogil:
+        """Stable partition of the kept orders; returns the split index.
+
+        ``hist`` is the node's histogram, read only when ``feature`` is a
+        wide categorical feature (its level order gives the set).
+        """
         cdef Py_ssize_t g, i, write = 0, n_right, m = end - start, left, b, last
         cdef Py_ssize_t n = self.n_samples
         cdef int row
@@ -1552,7 +1713,13 @@ cdef class Splitter:
         cdef int* tmp = w.tmp
         cdef unsigned char* mask = w.goes_left
         cdef const int* rows = w.order + start
-        if self.categorical[feature]:
+        cdef unsigned char* in_set = w.level_left
+        if self.wide[feature]:
+            self.level_set(w, feature, bin, hist, in_set)
+            for i in range(m):
+                row = rows[i]
+                mask[row] = in_set[self.bin(row, feature)]
+        elif self.categorical[feature]:
             for i in range(m):
                 row = rows[i]
                 mask[row] = (bin >> self.bin(row, feature)) & 1
