@@ -372,6 +372,16 @@ class Preparation:
                 X = check_array(X, dtype=None, ensure_all_finite=False)
             names = [str(c) for c in X.columns] if _is_frame(X) else None
             self.is_categorical_ = self._categorical_mask(X, X.shape[1], names)
+        if _is_frame(X) and X.shape[1] == self.is_categorical_.shape[0]:
+            # numpy's own message for these ("could not be promoted") names
+            # neither the column nor what to do, and pandas turns some of
+            # them into nanoseconds without a word.
+            for j, dtype in enumerate(X.dtypes):
+                if getattr(dtype, "kind", None) in ("M", "m") and not self.is_categorical_[j]:
+                    raise ValueError(
+                        f"column {_column_name([str(c) for c in X.columns], j)} has "
+                        f"dtype {dtype}, which is not numeric; encode it as numbers "
+                        "(e.g. days since a date) or declare it in categorical_features")
         if not self.is_categorical_.any():
             if y is None:
                 X = validate_data(estimator, X, dtype=np.float64, ensure_all_finite=False,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clarytree import CLARITreeRegressor
+from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
 from clarytree._preparation import (
     MISSING_BIN,
     OTHER,
@@ -279,3 +279,24 @@ def test_column_moments_are_numpys_without_a_copy(n, columns):
     np.testing.assert_array_equal(mean, (Xc / scale).mean(axis=0) * scale)
     expected = (Xc / scale).std(axis=0) * scale
     np.testing.assert_array_equal(std, np.where(expected < 1e-12, 1.0, expected))
+
+
+@pytest.mark.parametrize("with_text", [False, True])
+def test_datetime_column_is_a_clear_error(with_text):
+    """A datetime or timedelta column is named in the error, with what to do,
+    whether or not the table also has categorical columns."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=30),
+                      "when": pd.date_range("2024-01-01", periods=30, tz="UTC"),
+                      "gap": pd.to_timedelta(np.arange(30), unit="h")})
+    if with_text:
+        X["color"] = rng.choice(["r", "g"], size=30)
+    y = rng.normal(size=30)
+    with pytest.raises(ValueError, match="'when'.* not numeric"):
+        CLARITreeRegressor().fit(X, y)
+    with pytest.raises(ValueError, match="'gap'.* not numeric"):
+        CholeskyTreeRegressor().fit(X.drop(columns="when"), y)
+    # Declared categorical, the timestamps are levels like any other.
+    est = CholeskyTreeRegressor(max_depth=1, categorical_features=["when", "gap"]
+                                + (["color"] if with_text else [])).fit(X, y)
+    assert est.is_categorical_[1] and est.is_categorical_[2]
