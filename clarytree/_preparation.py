@@ -383,6 +383,8 @@ class Preparation:
                         f"dtype {dtype}, which is not numeric; encode it as numbers "
                         "(e.g. days since a date) or declare it in categorical_features")
         if not self.is_categorical_.any():
+            if getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S"):
+                self._name_text_column(estimator, X)
             if y is None:
                 X = validate_data(estimator, X, dtype=np.float64, ensure_all_finite=False,
                                   order="C", reset=reset)
@@ -404,6 +406,20 @@ class Preparation:
                                          input_name="y"), warn=True)
             check_consistent_length(columns[0], y)
         return None, columns, y
+
+    def _name_text_column(self, estimator, X):
+        """A text column of an array, named (numpy's message names only the value)."""
+        if X.ndim != 2:
+            return
+        names = getattr(estimator, "feature_names_in_", None)
+        for j in range(X.shape[1]):
+            try:
+                np.asarray(X[:, j], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"column {_column_name(names, j)} is not numeric; declare it in "
+                    "categorical_features (a numpy array's columns are numeric unless "
+                    "declared) or encode it as numbers") from None
 
     def _check_finite_numeric(self, estimator, X):
         bad = np.isinf(X).any(axis=0)

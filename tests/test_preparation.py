@@ -300,3 +300,19 @@ def test_datetime_column_is_a_clear_error(with_text):
     est = CholeskyTreeRegressor(max_depth=1, categorical_features=["when", "gap"]
                                 + (["color"] if with_text else [])).fit(X, y)
     assert est.is_categorical_[1] and est.is_categorical_[2]
+
+
+def test_text_in_an_undeclared_array_column_is_named():
+    rng = np.random.default_rng(0)
+    X = np.empty((20, 3), dtype=object)
+    X[:, 0] = rng.normal(size=20)
+    X[:, 1] = rng.choice(["r", "g"], size=20)
+    X[:, 2] = rng.normal(size=20)
+    y = rng.normal(size=20)
+    with pytest.raises(ValueError, match=r"column x\[1\] is not numeric; declare it"):
+        CLARITreeRegressor().fit(X, y)
+    est = CholeskyTreeRegressor(max_depth=1, categorical_features=[1]).fit(X, y)
+    assert list(est.categories_[1]) == ["g", "r"]
+    # Numbers stored as objects are numbers.
+    est = CholeskyTreeRegressor(max_depth=1).fit(X[:, [0, 2]], y)
+    assert not est.is_categorical_.any()
