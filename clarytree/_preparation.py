@@ -415,7 +415,7 @@ class Preparation:
         for j in range(X.shape[1]):
             try:
                 np.asarray(X[:, j], dtype=np.float64)
-            except (TypeError, ValueError):
+            except ValueError:      # text; other objects keep numpy's TypeError
                 raise ValueError(
                     f"column {_column_name(names, j)} is not numeric; declare it in "
                     "categorical_features (a numpy array's columns are numeric unless "
