@@ -27,6 +27,8 @@ What the exports print, by default:
 import importlib
 import numbers
 import warnings
+from collections import namedtuple
+from collections.abc import Mapping
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 import numpy as np
@@ -121,15 +123,33 @@ class TreeFamily:
         """Set the fitted attributes of ``estimator`` from :func:`to_dict` output."""
         raise NotImplementedError
 
-    def regions(self, estimator, features, fixed, box):
-        """Leaf boxes ``(regions, splits)`` in the plane of ``features``, or None.
+    def encode(self, estimator, X):
+        """``(values, levels)`` of ``X`` as the family's tree reads it, or None.
 
-        None makes :func:`plot_partition` evaluate ``predict`` on a grid only.
+        ``values`` is a float matrix holding numeric columns as given and a
+        categorical column's level code (NaN: missing or unseen); ``levels``
+        gives per column None (numeric) or the levels in code order.  None
+        makes :func:`plot_partition` draw from ``predict`` on grids of raw
+        rows only (no exact regions).
+        """
+        return None
+
+    def predict_encoded(self, estimator, values):
+        """``predict`` of rows encoded as :meth:`encode` returns them."""
+        raise NotImplementedError
+
+    def regions(self, estimator, features, fixed, box):
+        """Leaf regions ``(regions, splits)`` in the slice along ``features``, or None.
+
+        ``fixed`` is a full encoded row (see :meth:`encode`) holding the
+        values of the columns that are not plotted; ``box`` and the result
+        are as in :func:`_binary_regions`.  None makes :func:`plot_partition`
+        evaluate ``predict`` on a grid only.
         """
         return None
 
     def leaf_values(self, estimator, leaf, points):
-        """The model of ``leaf`` evaluated at full rows ``points``."""
+        """The model of ``leaf`` evaluated at full encoded rows ``points``."""
         raise NotImplementedError
 
     # Explain and deploy (clarytree._explain): exact contributions and code.
@@ -658,12 +678,27 @@ class _BinaryFamily(TreeFamily):
         if "min_samples_leaf" in data:
             estimator.min_samples_leaf_ = int(data["min_samples_leaf"])
 
+    def encode(self, estimator, X):
+        # The estimator's own preparation: the matrix ``Tree.apply`` reads.
+        return estimator._validate_X_predict(X), list(estimator.categories_)
+
+    def predict_encoded(self, estimator, values):
+        return estimator.tree_.predict(
+            values, clip=getattr(estimator, "extrapolation", "none") == "clip")
+
     def regions(self, estimator, features, fixed, box):
         return _binary_regions(estimator.tree_, features, fixed, box)
 
     def leaf_values(self, estimator, leaf, points):
+        # As ``Tree.predict``: a missing value counts as its fill value, and
+        # with extrapolation="clip" each value moves into the leaf's box.
         tree = estimator.tree_
-        return tree.intercept[leaf] + points @ tree.coef[leaf]
+        points = np.where(np.isnan(points), np.asarray(tree.fill_value), points)
+        if getattr(estimator, "extrapolation", "none") == "clip":
+            points = np.clip(points, tree.box_lower[leaf], tree.box_upper[leaf])
+        coef = np.asarray(tree.coef[leaf])
+        used = coef != 0
+        return tree.intercept[leaf] + points[:, used] @ coef[used]
 
     def contributions(self, estimator, X, names):
         from ._explain import binary_contributions
@@ -1288,60 +1323,330 @@ def _resolve_feature(spec, names):
     return int(spec)
 
 
-def _binary_regions(tree, features, fixed, box):
-    """Leaf boxes of a binary tree in the plane (or line) of ``features``.
+# --------------------------------------------------------------------------
+# Partition plots
+# --------------------------------------------------------------------------
 
-    Splits on the plotted features cut the current box; splits on any other
-    column are resolved with that column's fixed value.
+
+def _goes_left(tree, node, x):
+    """Whether an encoded value ``x`` goes left at ``node``, as ``Tree.apply`` decides.
+
+    NaN (a missing value or a level unseen in training) follows the node's
+    missing-value direction; a categorical split tests the level code's bit
+    in ``categories_left`` (a code outside the set's range counts as
+    unseen); a numeric split tests ``x <= threshold``.
     """
+    if np.isnan(x):
+        return bool(tree.missing_go_left[node])
+    if tree.is_categorical[node]:
+        words = tree.categories_left[node]
+        if not (0 <= x < 32 * len(words) and x == np.floor(x)):
+            return bool(tree.missing_go_left[node])
+        code = int(x)
+        return bool((int(words[code >> 5]) >> (code & 31)) & 1)
+    return bool(x <= tree.threshold[node])
+
+
+_SliceSplit = namedtuple("_SliceSplit", "axis threshold text bounds missing_left levels")
+_SliceSplit.__doc__ = """A split on a plotted feature met in a slice (see _binary_regions).
+
+``threshold`` and ``text`` (how export_text prints it) are NaN and None for
+a categorical split, whose ``levels`` are the codes of the box going
+``(left, right)``; ``bounds`` is the box of the node.
+"""
+
+
+def _copy_extent(extent):
+    return set(extent) if isinstance(extent, set) else list(extent)
+
+
+def _binary_regions(tree, features, fixed, box):
+    """Leaf regions of a binary tree in the slice along ``features`` through ``fixed``.
+
+    ``box`` holds each plotted feature's extent: ``[lo, hi]`` for a numeric
+    one, the set of level codes for a categorical one.  A split on a plotted
+    feature cuts the box (a categorical split divides the code set); a
+    split on any other column sends that column's held value ``fixed[f]``
+    (encoded: a level code, NaN for missing) the way ``Tree.apply`` does.
+
+    Returns ``(regions, splits)``: ``(leaf, bounds)`` per region, and a
+    :class:`_SliceSplit` for every split on a plotted feature met on the way,
+    whether it cuts the box or not.
+    """
+    texts = _binary_threshold_texts(tree)
     regions, splits = [], []
-    stack = [(0, [list(b) for b in box])]
+    stack = [(0, [_copy_extent(b) for b in box])]
     while stack:
         node, bounds = stack.pop()
-        left = tree.children_left[node]
+        left = int(tree.children_left[node])
         if left < 0:
             regions.append((node, bounds))
             continue
-        f, t = int(tree.feature[node]), float(tree.threshold[node])
-        right = tree.children_right[node]
-        if f in features:
-            axis = features.index(f)
-            lo, hi = bounds[axis]
-            if t < lo:
-                stack.append((right, bounds))
-            elif t >= hi:
-                stack.append((left, bounds))
-            else:
-                splits.append((axis, t, [list(b) for b in bounds]))
-                lb = [list(b) for b in bounds]
-                rb = [list(b) for b in bounds]
-                lb[axis][1] = t
-                rb[axis][0] = t
-                stack.append((right, rb))
-                stack.append((left, lb))
+        right = int(tree.children_right[node])
+        f = int(tree.feature[node])
+        if f not in features:
+            stack.append((left if _goes_left(tree, node, fixed[f]) else right, bounds))
+            continue
+        axis = features.index(f)
+        missing_left = bool(tree.missing_go_left[node])
+        if tree.is_categorical[node]:
+            codes = bounds[axis]
+            left_part = {c for c in codes if _goes_left(tree, node, float(c))}
+            right_part = codes - left_part
+            splits.append(_SliceSplit(axis, np.nan, None, bounds, missing_left,
+                                      (left_part, right_part)))
         else:
-            stack.append((left if fixed[f] <= t else right, bounds))
+            t = float(tree.threshold[node])
+            lo, hi = bounds[axis]
+            splits.append(_SliceSplit(axis, t, texts[node], bounds, missing_left, None))
+            left_part = None if t < lo else [lo, min(t, hi)]
+            right_part = None if t >= hi else [max(t, lo), hi]
+        for child, part in ((right, right_part), (left, left_part)):
+            if part:
+                below = [_copy_extent(b) for b in bounds]
+                below[axis] = part
+                stack.append((child, below))
     return regions, splits
 
 
+def _missing_side(split, name, levels):
+    """Where missing values of a plotted feature go at ``split``, in words."""
+    if split.levels is not None:
+        side = split.levels[0] if split.missing_left else split.levels[1]
+        if not side:
+            return "apart from the levels shown"
+        return f"with {name} in {_level_set(levels[c] for c in sorted(side))}"
+    if np.isinf(split.threshold):       # a missing-versus-present split
+        return "apart from present values"
+    return f"with {name} {'<=' if split.missing_left else '>'} {split.text}"
+
+
+def _float_column(values, name):
+    try:
+        if hasattr(values, "to_numpy"):
+            return values.to_numpy(dtype=np.float64, na_value=np.nan)
+        from ._preparation import _missing_mask
+
+        out = np.full(values.shape[0], np.nan)
+        present = ~_missing_mask(values)
+        out[present] = np.asarray(values[present], dtype=np.float64)
+        return out
+    except (TypeError, ValueError):
+        raise ValueError(f"column {name!r} is neither numeric nor categorical") from None
+
+
+def _raw_plot_columns(X, names):
+    """Raw columns of ``X``, their plotted values and levels (no encoding known).
+
+    A column is categorical when its pandas dtype is (``category``, ``object``,
+    ``string``, ``bool``) or, in an array, when its entries are not numbers.
+    Returns ``(columns, values, levels)``: the raw columns, a float matrix of
+    the numeric values and the categorical columns' level codes (NaN where
+    missing), and per column None or its levels in code order (category order
+    for a pandas ``category`` column, else sorted).
+    """
+    from ._preparation import (
+        _dtype_is_categorical,
+        _factorize,
+        _python_scalar,
+        _sorted_levels_of,
+    )
+
+    if hasattr(X, "iloc") and hasattr(X, "dtypes"):
+        columns = [X.iloc[:, j] for j in range(X.shape[1])]
+        categorical = [_dtype_is_categorical(c.dtype) for c in columns]
+    else:
+        A = np.asarray(X)
+        columns = [A[:, j] for j in range(A.shape[1])]
+        categorical = []
+        for j, c in enumerate(columns):
+            if c.dtype.kind in "OUS":
+                try:
+                    _float_column(c, names[j])
+                    categorical.append(False)
+                except ValueError:
+                    categorical.append(True)
+            else:
+                categorical.append(False)
+    values = np.empty((len(columns[0]), len(columns)), dtype=np.float64)
+    levels = []
+    for j, col in enumerate(columns):
+        if not categorical[j]:
+            values[:, j] = _float_column(col, names[j])
+            levels.append(None)
+            continue
+        raw, uniques = _factorize(col)
+        uniques = [_python_scalar(v) for v in uniques]
+        if hasattr(col, "cat"):
+            seen = set(uniques)
+            found = [_python_scalar(v) for v in col.cat.categories if _python_scalar(v) in seen]
+        else:
+            found = _sorted_levels_of(uniques)
+        position = {v: i for i, v in enumerate(found)}
+        to_code = np.array([position[v] for v in uniques], dtype=np.float64)
+        values[:, j] = np.where(raw >= 0, to_code[np.maximum(raw, 0)] if uniques else 0, np.nan)
+        levels.append(np.array(found, dtype=object))
+    return columns, values, levels
+
+
+def _raw_grid(X, columns, levels, held, features, points):
+    """Raw rows with the held values and the plotted coordinates ``points``.
+
+    A DataFrame with ``X``'s columns and (for categorical columns) dtypes
+    when ``X`` is one, else an array.
+    """
+    m = points.shape[0]
+    out = []
+    for j in range(len(columns)):
+        v = points[:, features.index(j)] if j in features else np.full(m, held[j])
+        if levels[j] is None:
+            out.append(v)
+            continue
+        raw = np.empty(m, dtype=object)
+        present = ~np.isnan(v)
+        raw[present] = levels[j][v[present].astype(np.intp)]
+        raw[~present] = None
+        out.append(raw)
+    if not (hasattr(X, "iloc") and hasattr(X, "dtypes")):
+        if all(lv is None for lv in levels):
+            return np.column_stack(out)
+        return np.column_stack([np.asarray(c, dtype=object) for c in out])
+    import pandas as pd
+
+    series = {}
+    for j, (col, v) in enumerate(zip(columns, out, strict=True)):
+        if levels[j] is None:
+            series[j] = pd.Series(v, dtype=np.float64)
+            continue
+        try:
+            series[j] = pd.Series(v, dtype=col.dtype)
+        except (TypeError, ValueError):     # e.g. a missing value in a bool column
+            series[j] = pd.Series(v, dtype=object)
+    grid = pd.DataFrame(series)
+    grid.columns = X.columns
+    return grid
+
+
+def _held_values(values, levels):
+    """Held value of every column: the median of the present values of a
+    numeric one, the most frequent level code of a categorical one (ties:
+    the first in level order); NaN where a column has no present value."""
+    held = np.full(values.shape[1], np.nan)
+    for j in range(values.shape[1]):
+        col = values[:, j]
+        col = col[~np.isnan(col)]
+        if col.size == 0:
+            continue
+        if levels[j] is None:
+            held[j] = np.median(col)
+        else:
+            held[j] = float(np.argmax(np.bincount(col.astype(np.intp),
+                                                  minlength=len(levels[j]))))
+    return held
+
+
+def _is_missing_value(value):
+    if value is None:
+        return True
+    try:
+        return bool(value != value)     # NaN, pandas NA
+    except (TypeError, ValueError):
+        return False
+
+
+def _set_fixed(held, fixed, estimator, names, levels, features):
+    """Replace held values by the user's ``fixed`` (raw values by column)."""
+    if not isinstance(fixed, Mapping):
+        raise TypeError("fixed must be a dict mapping column names or indices to values, "
+                        f"got {type(fixed).__name__}")
+    merged = getattr(estimator, "merged_categories_", None)
+    held = held.copy()
+    for key, value in fixed.items():
+        j = _resolve_feature(key, names)
+        if j in features:
+            raise ValueError(f"fixed gives a value for {names[j]!r}, which is plotted; "
+                             "fixed holds the columns that are not")
+        if _is_missing_value(value):
+            held[j] = np.nan
+        elif levels[j] is None:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                    or not np.isfinite(value):
+                raise ValueError(f"fixed value of the numeric column {names[j]!r} must be a "
+                                 f"finite number or None (missing), got {value!r}")
+            held[j] = float(value)
+        else:
+            known = [v.item() if isinstance(v, np.generic) else v for v in levels[j]]
+            value = value.item() if isinstance(value, np.generic) else value
+            if value in known:
+                held[j] = float(known.index(value))
+            elif merged is not None and merged[j] and value in merged[j]:
+                held[j] = float(len(known) - 1)     # merged into the last ("other") level
+            else:
+                raise ValueError(
+                    f"fixed value {value!r} is not a level of column {names[j]!r} "
+                    f"({', '.join(map(str, known))}); pass None for a missing value")
+    return held
+
+
+def _cell_edges(centres):
+    """pcolormesh cell edges around ``centres`` (midpoints; ends half a step out)."""
+    if centres.size == 1:
+        return np.array([centres[0] - 0.5, centres[0] + 0.5])
+    mid = (centres[1:] + centres[:-1]) / 2
+    return np.r_[2 * centres[0] - mid[0], mid, 2 * centres[-1] - mid[-1]]
+
+
+def _level_axis(ax, which, levels):
+    labels = [_level_text(v) for v in levels]
+    ticks = np.arange(len(labels))
+    # Many or long level names would overlap on a horizontal x axis.
+    long = sum(len(s) + 2 for s in labels) > 48
+    if which == "x":
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(labels, rotation=45 if long else 0, ha="right" if long else "center")
+        ax.set_xlim(-0.5, len(labels) - 0.5)
+    else:
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(labels)
+        ax.set_ylim(-0.5, len(labels) - 0.5)
+
+
 def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution=200,
-                   feature_names=None):
+                   feature_names=None, *, fixed=None):
     """Draw the fitted piecewise model over the data for one or two features.
 
-    With one feature: the data as a scatter plot and each leaf's model as a
-    line segment over its interval. With two features: the fitted surface as a
-    colour map, the leaf rectangles outlined with their ids, and the data on
-    top, coloured by target with the same scale. Columns that are not plotted
-    are held at their median over ``X`` (the plot is a slice of the model).
+    With one numeric feature: the data as a scatter plot and each leaf's
+    model as a line segment over its interval.  With one categorical feature:
+    the levels along the x axis (in the order of ``categories_``), the data as
+    a jittered strip per level, and each level's model value as a short
+    horizontal segment labelled with its leaf id (a categorical column is
+    split-only, so the value is constant across the level).  With two
+    features: the fitted surface as a colour map (a band per level along a
+    categorical axis, a level-by-level grid for two categorical ones), the
+    leaf regions outlined with their ids, and the data on top, coloured by
+    target with the same scale.
+
+    The plot is a slice of the model: the columns that are not plotted are
+    held at one value each, by default the median of the present values of a
+    numeric column and the most frequent level (by rows; ties: the first in
+    level order) of a categorical one, both over ``X``; ``fixed`` overrides
+    them.  A split on a held column is resolved the way ``predict`` resolves
+    it: level-set membership for a categorical column, the split's
+    missing-value direction for a missing held value.  Rows whose plotted
+    value is missing (or, for a categorical column, a level unseen in
+    training) are left out of the scatter; the title says how many, and on
+    which side of the splits on that feature missing values go.
 
     Parameters
     ----------
     estimator : fitted estimator
         A CLARITree-family estimator (leaf boundaries are drawn exactly), or any
         fitted clarytree estimator with ``predict`` (MBNDT classifiers show the
-        probability of the last class).
+        probability of the last class), which is evaluated on a grid of rows
+        with ``X``'s columns and dtypes.
     X : array-like or DataFrame of shape (n_samples, n_features)
-        Data to draw, usually the training data.
+        Data to draw, usually the training data, in the form ``predict``
+        takes (text, category and bool columns, NaN).
     y : array-like of shape (n_samples,), optional
         Target of ``X``; omitted, only the model is drawn (plus the rows'
         positions in 2-D).
@@ -1351,9 +1656,13 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; defaults to the current axes.
     grid_resolution : int, default=200
-        Grid points per plotted axis.
+        Grid points per plotted numeric axis.
     feature_names : sequence of str, optional
         Names of the input columns (see :func:`export_text`).
+    fixed : dict, optional
+        Values of held columns, by column name or index, as they appear in
+        ``X`` (a level of a categorical column; None or NaN for a missing
+        value).  Columns not named keep the default above.
 
     Returns
     -------
@@ -1361,14 +1670,15 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
         The axes drawn into.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
 
     family = _family(estimator)
     names = _feature_names(estimator, feature_names)
-    is_frame = hasattr(X, "iloc") and hasattr(X, "columns")
-    X_arr = np.asarray(X.to_numpy() if is_frame else X, dtype=np.float64)
-    if X_arr.ndim != 2 or X_arr.shape[1] != len(names):
-        raise ValueError(f"X must have shape (n_samples, {len(names)}), got {X_arr.shape}")
-    if X_arr.shape[0] == 0:
+    shape = X.shape if hasattr(X, "shape") else np.shape(X)
+    if len(shape) != 2 or shape[1] != len(names):
+        raise ValueError(f"X must have shape (n_samples, {len(names)}), got {tuple(shape)}")
+    n_rows = shape[0]
+    if n_rows == 0:
         raise ValueError("X has no rows")
     if isinstance(grid_resolution, bool) or not isinstance(grid_resolution, numbers.Integral) \
             or grid_resolution < 2:
@@ -1376,8 +1686,8 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
     target_name = str(getattr(y, "name", None) or "y")
     if y is not None:
         y = np.asarray(y, dtype=np.float64).ravel()
-        if y.shape[0] != X_arr.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} entries but X has {X_arr.shape[0]} rows")
+        if y.shape[0] != n_rows:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {n_rows} rows")
 
     if features is None:
         reg = np.asarray(getattr(estimator, "regression_features_", []))
@@ -1394,79 +1704,171 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
     if not 1 <= len(features) <= 2 or len(set(features)) != len(features):
         raise ValueError("features must name one or two distinct columns")
 
-    fixed = np.median(X_arr, axis=0)
-    lo, hi = X_arr[:, features].min(axis=0), X_arr[:, features].max(axis=0)
-    pad = np.where(hi > lo, 0.02 * (hi - lo), 0.5)
-    lo, hi = lo - pad, hi + pad
+    # The family's own encoding where it has one (exact regions), else the
+    # raw columns and a grid of raw rows for ``predict``.
+    encoded = family.encode(estimator, X)
+    if encoded is not None:
+        values, levels = encoded
+        columns = None
+    else:
+        columns, values, levels = _raw_plot_columns(X, names)
+    held = _held_values(values, levels)
+    if fixed is not None:
+        held = _set_fixed(held, fixed, estimator, names, levels, features)
 
     def model_values(points):
-        grid = np.tile(fixed, (points.shape[0], 1))
-        grid[:, features] = points
-        if is_frame:
-            grid = X.iloc[:0].__class__(grid, columns=X.columns)
+        if encoded is not None:
+            grid = np.tile(held, (points.shape[0], 1))
+            grid[:, features] = points
+            return np.asarray(family.predict_encoded(estimator, grid), dtype=np.float64)
+        grid = _raw_grid(X, columns, levels, held, features, points)
         if hasattr(estimator, "predict_proba"):
-            return estimator.predict_proba(grid)[:, -1]
-        return estimator.predict(grid)
+            return np.asarray(estimator.predict_proba(grid), dtype=np.float64)[:, -1]
+        return np.asarray(estimator.predict(grid), dtype=np.float64)
+
+    categorical = [levels[f] is not None for f in features]
+    extents = []
+    for f in features:
+        col = values[:, f]
+        col = col[~np.isnan(col)]
+        if levels[f] is not None:
+            if len(levels[f]) == 0:
+                raise ValueError(f"column {names[f]!r} has no levels to plot (all missing)")
+            extents.append(set(range(len(levels[f]))))
+            continue
+        if col.size == 0:
+            raise ValueError(f"column {names[f]!r} has no values to plot (all missing)")
+        lo, hi = col.min(), col.max()
+        pad = 0.02 * (hi - lo) if hi > lo else 0.5
+        extents.append([lo - pad, hi + pad])
+    shown = ~np.isnan(values[:, features]).any(axis=1)
+    # Rows of a categorical axis spread over their level's width.
+    jitter = np.random.default_rng(0).uniform(-0.3, 0.3, size=(n_rows, len(features)))
+    coords = [values[shown, f] + (jitter[shown, k] if categorical[k] else 0.0)
+              for k, f in enumerate(features)]
+    found = None if encoded is None else family.regions(estimator, features, held, extents)
 
     if ax is None:
         ax = plt.gca()
-    axes_names = [names[f] for f in features]
-    if len(features) == 1:
-        if y is not None:
-            ax.scatter(X_arr[:, features[0]], y, s=10, color="0.6", alpha=0.6,
-                       label="data", zorder=1)
-        found = family.regions(estimator, features, fixed, [(lo[0], hi[0])])
+    notes = []
+    for k, f in enumerate(features):
+        n_missing = int(np.isnan(values[:, f]).sum())
+        if n_missing == 0:
+            continue
+        what = "missing or unseen" if encoded is not None and categorical[k] else "missing"
+        note = f"{n_missing} rows with {names[f]} {what} not shown"
         if found is not None:
+            sides = list(dict.fromkeys(_missing_side(s, names[f], levels[f])
+                                       for s in found[1] if s.axis == k))
+            if sides:
+                note += f"; {what} {names[f]} goes " + ", ".join(sides[:3]) + \
+                    (", ..." if len(sides) > 3 else "")
+        notes.append(note)
+    if notes:
+        ax.set_title("\n".join(notes), fontsize="small")
+    axes_names = [names[f] for f in features]
+
+    if len(features) == 1:
+        f = features[0]
+        if y is not None:
+            ax.scatter(coords[0], y[shown], s=10, color="0.6", alpha=0.6, label="data",
+                       zorder=1)
+        if categorical[0]:
+            n_levels = len(levels[f])
+            codes = np.arange(n_levels, dtype=np.float64)
+            if found is not None:
+                leaf_of = {c: leaf for leaf, bounds in found[0] for c in bounds[0]}
+                colour = {}
+                for c in range(n_levels):
+                    leaf = leaf_of[c]
+                    point = held.copy()
+                    point[f] = c
+                    value = family.leaf_values(estimator, leaf, point[None, :])[0]
+                    first = leaf not in colour
+                    colour.setdefault(leaf, plt.cm.tab10(len(colour) % 10))
+                    ax.plot([c - 0.35, c + 0.35], [value, value], linewidth=2.5, zorder=3,
+                            color=colour[leaf], label=f"leaf {leaf}" if first else "_nolegend_")
+                    ax.annotate(str(leaf), (c, value), xytext=(0, 3),
+                                textcoords="offset points", ha="center", va="bottom",
+                                fontsize=8, zorder=4)
+            else:
+                for c, value in zip(codes, model_values(codes[:, None]), strict=True):
+                    ax.plot([c - 0.35, c + 0.35], [value, value], linewidth=2.5, zorder=3,
+                            color="C0", label="model" if c == 0 else "_nolegend_")
+            _level_axis(ax, "x", levels[f])
+        elif found is not None:
             regions, splits = found
             for k, (leaf, bounds) in enumerate(sorted(regions, key=lambda r: r[1][0][0])):
                 xs = np.linspace(bounds[0][0], bounds[0][1], max(2, grid_resolution // 10))
                 # The leaf's own equation: evaluating the model would send the
                 # segment's end point on the threshold to the left leaf.
-                points = np.tile(fixed, (xs.shape[0], 1))
-                points[:, features[0]] = xs
-                values = family.leaf_values(estimator, leaf, points)
-                ax.plot(xs, values, linewidth=2.0, zorder=3, color=plt.cm.tab10(k % 10),
-                        label=f"leaf {leaf}")
-            for _, t, _ in splits:
-                ax.axvline(t, color="0.3", linestyle=":", linewidth=1.0, zorder=2)
+                points = np.tile(held, (xs.shape[0], 1))
+                points[:, f] = xs
+                ax.plot(xs, family.leaf_values(estimator, leaf, points), linewidth=2.0,
+                        zorder=3, color=plt.cm.tab10(k % 10), label=f"leaf {leaf}")
+            lo, hi = extents[0]
+            for s in splits:
+                if lo <= s.threshold < hi:
+                    ax.axvline(s.threshold, color="0.3", linestyle=":", linewidth=1.0,
+                               zorder=2)
         else:
-            xs = np.linspace(lo[0], hi[0], grid_resolution)
+            xs = np.linspace(extents[0][0], extents[0][1], grid_resolution)
             ax.plot(xs, model_values(xs[:, None]), linewidth=2.0, label="model", zorder=3)
         ax.set_xlabel(axes_names[0])
         ax.set_ylabel("prediction" if y is None else target_name)
         ax.legend(loc="best", fontsize="small")
         return ax
 
-    gx = np.linspace(lo[0], hi[0], grid_resolution)
-    gy = np.linspace(lo[1], hi[1], grid_resolution)
-    mx, my = np.meshgrid(gx, gy)
-    values = model_values(np.column_stack([mx.ravel(), my.ravel()])).reshape(mx.shape)
-    vmin, vmax = values.min(), values.max()
+    centres = [np.arange(len(levels[f]), dtype=np.float64) if categorical[k]
+               else np.linspace(extents[k][0], extents[k][1], grid_resolution)
+               for k, f in enumerate(features)]
+    mx, my = np.meshgrid(*centres)
+    surface = model_values(np.column_stack([mx.ravel(), my.ravel()])).reshape(mx.shape)
+    vmin, vmax = surface.min(), surface.max()
     if y is not None:
-        vmin, vmax = min(vmin, y.min()), max(vmax, y.max())
-    mesh = ax.pcolormesh(mx, my, values, shading="auto", cmap="viridis", vmin=vmin,
-                         vmax=vmax, zorder=1)
+        vmin, vmax = min(vmin, y[shown].min()), max(vmax, y[shown].max())
+    mesh = ax.pcolormesh(_cell_edges(centres[0]), _cell_edges(centres[1]), surface,
+                         shading="flat", cmap="viridis", vmin=vmin, vmax=vmax, zorder=1)
     classes = getattr(estimator, "classes_", None)
     label = "prediction" if classes is None else f"P(class {classes[-1]})"
     plt.colorbar(mesh, ax=ax, label=label)
     if y is not None:
-        ax.scatter(X_arr[:, features[0]], X_arr[:, features[1]], c=y, cmap="viridis",
-                   vmin=vmin, vmax=vmax, s=12, edgecolors="k", linewidths=0.3, zorder=3)
+        ax.scatter(coords[0], coords[1], c=y[shown], cmap="viridis", vmin=vmin, vmax=vmax,
+                   s=12, edgecolors="k", linewidths=0.3, zorder=3)
     else:
-        ax.scatter(X_arr[:, features[0]], X_arr[:, features[1]], s=6, color="k", zorder=3)
-    found = family.regions(estimator, features, fixed, [(lo[0], hi[0]), (lo[1], hi[1])])
+        ax.scatter(coords[0], coords[1], s=6, color="k", zorder=3)
     if found is not None:
         regions, splits = found
-        for axis, t, bounds in splits:
-            if axis == 0:
-                ax.plot([t, t], bounds[1], color="w", linewidth=1.5, zorder=2)
-            else:
-                ax.plot(bounds[0], [t, t], color="w", linewidth=1.5, zorder=2)
-        for leaf, bounds in regions:
-            ax.text(np.mean(bounds[0]), np.mean(bounds[1]), str(leaf), color="w",
-                    ha="center", va="center", fontsize=9, fontweight="bold", zorder=4)
-    ax.set_xlim(lo[0], hi[0])
-    ax.set_ylim(lo[1], hi[1])
+        if not any(categorical):
+            for s in splits:
+                if not s.bounds[s.axis][0] <= s.threshold < s.bounds[s.axis][1]:
+                    continue
+                if s.axis == 0:
+                    ax.plot([s.threshold] * 2, s.bounds[1], color="w", linewidth=1.5,
+                            zorder=2)
+                else:
+                    ax.plot(s.bounds[0], [s.threshold] * 2, color="w", linewidth=1.5,
+                            zorder=2)
+            for leaf, bounds in regions:
+                ax.text(np.mean(bounds[0]), np.mean(bounds[1]), str(leaf), color="w",
+                        ha="center", va="center", fontsize=9, fontweight="bold", zorder=4)
+        else:
+            # One cell per level (and numeric interval) of each region.
+            for leaf, bounds in regions:
+                spans = [[(c - 0.5, c + 0.5) for c in sorted(b)] if categorical[k]
+                         else [tuple(b)] for k, b in enumerate(bounds)]
+                for x0, x1 in spans[0]:
+                    for y0, y1 in spans[1]:
+                        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False,
+                                               edgecolor="w", linewidth=1.5, zorder=2))
+                        ax.text((x0 + x1) / 2, (y0 + y1) / 2, str(leaf), color="w",
+                                ha="center", va="center", fontsize=9, fontweight="bold",
+                                zorder=4)
+    for k, which in enumerate("xy"):
+        if categorical[k]:
+            _level_axis(ax, which, levels[features[k]])
+        else:
+            (ax.set_xlim if which == "x" else ax.set_ylim)(*extents[k])
     ax.set_xlabel(axes_names[0])
     ax.set_ylabel(axes_names[1])
     return ax

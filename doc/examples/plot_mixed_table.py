@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import KFold, cross_val_score
 
-from clarytree import CLARITreeRegressor, export_text, leaf_table, plot_tree
+from clarytree import CLARITreeRegressor, export_text, leaf_table, plot_partition, plot_tree
 
 frame = load_diabetes(as_frame=True, scaled=False).frame
 y = frame.pop("target")
@@ -59,4 +59,18 @@ leaf_table(model)[["leaf", "rule", "n_samples", "intercept", "s5", "s6"]].round(
 # %%
 fig, ax = plt.subplots(figsize=(11, 5))
 plot_tree(model, ax=ax, max_terms=3)
+plt.show()
+
+# %%
+# :func:`~clarytree.plot_partition` draws the model along one or two columns,
+# the others held at their median (numeric) or most frequent level
+# (categorical). Along ``bmi_class`` each level shows its leaf's prediction
+# at those held values, with the patients as a strip per level. Against
+# ``s6`` every level is a band, cut where the tree cuts ``s6`` within that
+# level. A plotted column's missing values would be left out, and the title
+# would say how many and where the splits on it send them.
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+plot_partition(model, X, y, features="bmi_class", ax=axes[0])
+plot_partition(model, X, y, features=["s6", "bmi_class"], ax=axes[1])
+fig.tight_layout()
 plt.show()
