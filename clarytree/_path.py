@@ -466,7 +466,8 @@ class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
                  refit=True, verbose=0, max_depth=4, lookahead_depth=1, time_limit=None,
                  leaf_model="linear", n_thresholds=20, threshold_strategy="quantile",
                  min_samples_leaf="auto", regression_features="auto",
-                 categorical_features="from_dtype", min_category_weight=None):
+                 categorical_features="from_dtype", min_category_weight=None,
+                 extrapolation="none"):
         self.leaf_penalties = leaf_penalties
         self.ridge_alphas = ridge_alphas
         self.cv = cv
@@ -484,6 +485,7 @@ class CLARITreeRegressorCV(_CVMixin, _BaseLinearTree):
         self.regression_features = regression_features
         self.categorical_features = categorical_features
         self.min_category_weight = min_category_weight
+        self.extrapolation = extrapolation
 
     def _effective_lookahead(self):
         return int(self.lookahead_depth)
@@ -504,7 +506,7 @@ class CholeskyTreeRegressorCV(_CVMixin, _BaseLinearTree):
                  refit=True, verbose=0, max_depth=4, leaf_model="linear",
                  n_thresholds=20, threshold_strategy="quantile", min_samples_leaf="auto",
                  regression_features="auto", categorical_features="from_dtype",
-                 min_category_weight=None):
+                 min_category_weight=None, extrapolation="none"):
         self.leaf_penalties = leaf_penalties
         self.ridge_alphas = ridge_alphas
         self.cv = cv
@@ -520,6 +522,7 @@ class CholeskyTreeRegressorCV(_CVMixin, _BaseLinearTree):
         self.regression_features = regression_features
         self.categorical_features = categorical_features
         self.min_category_weight = min_category_weight
+        self.extrapolation = extrapolation
 
 
 def plot_cv_path(estimator, ax=None):

@@ -275,6 +275,31 @@ def test_cv_is_the_refitted_tree():
     assert model.score(frame, y) == direct.score(frame, y)
 
 
+@pytest.mark.parametrize("cls", [CLARITreeRegressorCV, CholeskyTreeRegressorCV])
+def test_cv_extrapolation_is_the_tree_parameter(cls):
+    # Documented among the tree parameters: it reaches the fold trees (their
+    # scores are GridSearchCV's over clipping trees) and the refit, and like
+    # the tree's it can be changed after fitting.
+    X, y = _data()
+    lams, kaps = [1e-1, 1e-2, 1e-3], [1e-1, 1e-4]
+    folds = KFold(3, shuffle=True, random_state=2)
+    model = cls(leaf_penalties=lams, ridge_alphas=kaps, cv=folds, max_depth=2,
+                extrapolation="clip").fit(X, y)
+    search = GridSearchCV(model._tree_class(max_depth=2, extrapolation="clip"),
+                          {"leaf_penalty": lams, "ridge_alpha": kaps}, cv=folds).fit(X, y)
+    np.testing.assert_allclose(model.cv_results_["mean_test_score"],
+                               search.cv_results_["mean_test_score"], rtol=1e-12, atol=1e-12)
+    assert model.best_estimator_.extrapolation == "clip"
+    far = 10.0 * X[:40]
+    clipped = model.predict(far)
+    np.testing.assert_array_equal(clipped, search.predict(far))
+    model.set_params(extrapolation="none")
+    unclipped = model.predict(far)
+    np.testing.assert_array_equal(unclipped, search.best_estimator_.set_params(
+        extrapolation="none").predict(far))
+    assert not np.array_equal(clipped, unclipped)
+
+
 def test_cv_parallel_equals_serial():
     X, y = _data()
     kw = {"leaf_penalties": [1e-1, 1e-2, 1e-3], "ridge_alphas": [1e-1, 1e-4], "cv": 3,
