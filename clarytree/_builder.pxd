@@ -103,6 +103,7 @@ cdef class BuildContext:
     # Memo of search-subtree objectives (lookahead builds; see _memo.pxd).
     cdef MemoTable memo
     cdef MemoScope** memo_scopes             # each workspace's scope
+    cdef unsigned long long* row_hashes      # memo_row_hashes of the rows
     cdef readonly bint memo_allowed          # memo=False: never (tests, benchmarks)
     cdef readonly bint memo_on               # in use by the current build
     cdef readonly bint carry_children        # see TreeBuilder._carried_children

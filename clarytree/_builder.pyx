@@ -29,7 +29,8 @@ from libc.string cimport memcpy, memset
 from ._criterion cimport Criterion
 from ._memo cimport (
     MEMO_WAVE, MemoKey, MemoScope, memo_table_init, memo_table_free, memo_table_clear,
-    memo_scope_init, memo_scope_free, memo_key, memo_lookup, memo_store,
+    memo_scope_init, memo_scope_free, memo_key_hashed, memo_lookup, memo_store,
+    memo_row_hashes,
     memo_open, memo_close, memo_merge,
 )
 from ._splitter cimport (
@@ -202,6 +203,7 @@ cdef class BuildContext:
         free(self.coefs)
         memo_table_free(&self.memo)
         free(self.memo_scopes)
+        free(self.row_hashes)
 
     def _enable_memo(self, Py_ssize_t lookahead_depth):
         """Switch the search memo on or off for the next build (allocated once).
@@ -222,6 +224,7 @@ cdef class BuildContext:
         if self.memo_scopes == NULL:
             raise MemoryError("could not allocate the search memo")
         memo_table_init(&self.memo, 1 << 19)
+        self.row_hashes = memo_row_hashes(self.splitter.n_samples)
         for t in range(self.n_workspaces):
             memo_scope_init(&self.ws[t].memo, 1 << 13, 1 << 16)
             self.memo_scopes[t] = &self.ws[t].memo
@@ -728,7 +731,8 @@ cdef class TreeBuilder:
         if (emit or not ws.memo.open or remaining < 1
                 or end - start < 2 * self.ctx.min_samples_leaf):
             return self._grow(ws, start, end, depth, side, remaining, emit, objective)
-        memo_key(&key, ws.sw.order + start, end - start, remaining, self.memo_level)
+        memo_key_hashed(&key, self.ctx.row_hashes, ws.sw.order + start, end - start,
+                        remaining, self.memo_level)
         if memo_lookup(&self.ctx.memo, &ws.memo, &key, objective):
             return 0
         self._grow(ws, start, end, depth, side, remaining, emit, objective)
@@ -790,10 +794,10 @@ cdef class TreeBuilder:
                  and mid - start >= 2 * self.ctx.min_samples_leaf
                  and end - mid >= 2 * self.ctx.min_samples_leaf)
         if keyed:
-            memo_key(&left_key, ws.sw.order + start, mid - start, remaining - 1,
-                     self.memo_level)
-            memo_key(&right_key, ws.sw.order + mid, end - mid, remaining - 1,
-                     self.memo_level)
+            memo_key_hashed(&left_key, self.ctx.row_hashes, ws.sw.order + start,
+                            mid - start, remaining - 1, self.memo_level)
+            memo_key_hashed(&right_key, self.ctx.row_hashes, ws.sw.order + mid,
+                            end - mid, remaining - 1, self.memo_level)
             left_hit = memo_lookup(&self.ctx.memo, &ws.memo, &left_key, &left_objective)
             right_hit = memo_lookup(&self.ctx.memo, &ws.memo, &right_key, &right_objective)
         if not (left_hit and right_hit):
@@ -1490,8 +1494,10 @@ cdef class LookaheadBuilder(TreeBuilder):
                                      self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
         if c.duplicate:
             return 0
-        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
-                                      self.ctx.hist(ws, depth, side))
+        mid = self.splitter.take_carried(&ws.sw, start, end, c, carry) if carried else -1
+        if mid < 0:
+            mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
+                                          self.ctx.hist(ws, depth, side))
         if carried:
             self.splitter.subtract_stats(
                 self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
@@ -1670,8 +1676,10 @@ cdef class LookaheadBuilder(TreeBuilder):
                                      self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
         if c.duplicate:
             return 0
-        mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
-                                      self.ctx.hist(ws, depth, side))
+        mid = self.splitter.take_carried(&ws.sw, start, end, c, carry) if carried else -1
+        if mid < 0:
+            mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
+                                          self.ctx.hist(ws, depth, side))
         if carried:
             self.splitter.subtract_stats(
                 self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),

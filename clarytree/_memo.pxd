@@ -72,6 +72,11 @@ cdef void memo_scope_free(MemoScope* s) noexcept nogil
 
 cdef void memo_key(MemoKey* key, const int* rows, Py_ssize_t n_rows,
                    Py_ssize_t remaining, Py_ssize_t level) noexcept nogil
+# The same key from a table of both per-row hashes (see memo_row_hashes).
+cdef void memo_key_hashed(MemoKey* key, const unsigned long long* hashes,
+                          const int* rows, Py_ssize_t n_rows, Py_ssize_t remaining,
+                          Py_ssize_t level) noexcept nogil
+cdef unsigned long long* memo_row_hashes(Py_ssize_t n_samples) except NULL
 cdef bint memo_lookup(const MemoTable* shared, MemoScope* s, const MemoKey* key,
                       double* value) noexcept nogil
 cdef void memo_store(MemoScope* s, const MemoKey* key, double value) noexcept nogil

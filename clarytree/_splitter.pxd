@@ -300,6 +300,8 @@ cdef class Splitter:
                            Py_ssize_t k, int side) noexcept nogil
     cdef double _alt_loss(self, SplitterWork* w, const double* total,
                           Py_ssize_t k, int side) noexcept nogil
+    cdef double _known_bound(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,
+                             Py_ssize_t count) noexcept nogil
     cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
                             Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
                             double* best_left, bint with_missing) noexcept nogil
@@ -335,6 +337,9 @@ cdef class Splitter:
     cdef Py_ssize_t partition(self, SplitterWork* w, Py_ssize_t start,
                               Py_ssize_t end, Py_ssize_t feature,
                               Py_ssize_t bin, const double* hist) noexcept nogil
+    cdef Py_ssize_t take_carried(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                                 const Candidate* cand,
+                                 const CarryState* state) noexcept nogil
     cdef void save(self, const SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                    int* buffer) noexcept nogil
     cdef void restore(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,

@@ -1082,6 +1082,28 @@ cdef class Splitter:
         w.thr_alt_loss[2 * k + side] = value
         return value
 
+    cdef double _known_bound(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,
+                             Py_ssize_t count) noexcept nogil:
+        # A lower bound on every score of the kept thresholds a..b from the
+        # losses computed so far: left losses are nondecreasing along the
+        # thresholds, right losses nonincreasing (see BOUND_SLACK), so the
+        # nearest known left loss at or below a and the nearest known right
+        # loss at or above b bound them; a failed factorization (INFINITY)
+        # bounds nothing, a side without any known loss contributes 0.
+        cdef Py_ssize_t k
+        cdef double v, lower = 0.0, upper = 0.0
+        for k in range(a, -1, -1):
+            v = w.thr_loss[2 * k]
+            if v < INFINITY:        # (NaN: not computed)
+                lower = v
+                break
+        for k in range(b, count):
+            v = w.thr_loss[2 * k + 1]
+            if v < INFINITY:
+                upper = v
+                break
+        return lower + upper
+
     cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
                             Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
                             double* best_left, bint with_missing) noexcept nogil:
@@ -1173,6 +1195,14 @@ cdef class Splitter:
                     found = True
                 continue
             if best.score < INFINITY:
+                # First from losses already known (no factorization): the
+                # nearest left loss at or below a, the nearest right loss
+                # at or above b bound those at a and b from below.
+                if not with_missing and not improves(
+                        self._known_bound(w, a, b, count) - slack, best.score, floor):
+                    w.n_thresholds_scanned += b - a + 1
+                    w.n_thresholds_skipped += b - a + 1
+                    continue
                 # A loss that failed to factorize (INFINITY) bounds nothing.
                 lower = self._side_loss(w, total, a, 0)
                 if with_missing:
@@ -1751,6 +1781,27 @@ cdef class Splitter:
                 n_right += 1 - left
             memcpy(seg + write, tmp, n_right * sizeof(int))
         return start + write
+
+    cdef Py_ssize_t take_carried(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                                 const Candidate* cand,
+                                 const CarryState* state) noexcept nogil:
+        """``partition`` by ``cand`` from its carried sweep (``carry_left`` just ran).
+
+        The carried rows are the node's sorted by bin of the candidate's
+        feature, the left child's first: with one kept row order (every
+        feature searched by histograms, where a node's rows may come in any
+        order) copying them is the partition, without reading the bins.
+        The children's rows then come in that order, which only the
+        search's sums see (rounding).  Returns the split index, or -1 where
+        this does not apply (level sets, missing bins, swept features):
+        then ``partition`` does the work.
+        """
+        cdef Py_ssize_t f = cand.feature
+        if (self.n_orders != 1 or self.categorical[f] or self.missing[f]
+                or state.feature != f or state.bin != cand.bin):
+            return -1
+        memcpy(w.order + start, state.rows, (end - start) * sizeof(int))
+        return start + state.pos
 
     cdef void save(self, const SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                    int* buffer) noexcept nogil:

@@ -27,6 +27,13 @@ def test_row_set_keys_ignore_order_and_separate_sets():
     assert len(seen) == 301
 
 
+def test_row_set_keys_from_the_hash_table_are_the_hashed_keys():
+    rng = np.random.default_rng(1)
+    for size in (1, 7, 500):
+        rows = rng.choice(10_000, size=size, replace=False)
+        assert _row_set_key(rows, hashed=True) == _row_set_key(rows)
+
+
 def build(X, y, lookahead, memo, n_thresholds=8, max_hist_bins=256, depth=3):
     n, k = X.shape
     W = np.column_stack([np.ones(n), (X - X.mean(0)) / X.std(0), y - y.mean()])
