@@ -70,6 +70,9 @@ cdef struct Workspace:
     unsigned long long child_cache_clock
     void* child_cache_block
     unsigned long long n_carried_children
+    # Per depth and side: the split the last node there took in a search
+    # (feature, bin; -1: none), a guess for the next one's best_split.
+    Py_ssize_t* split_hints
 
 
 cdef class BuildContext:

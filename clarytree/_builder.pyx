@@ -23,7 +23,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
-from libc.stdlib cimport calloc, realloc, free
+from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcpy, memset
 
 from ._criterion cimport Criterion
@@ -255,8 +255,11 @@ cdef class BuildContext:
             raise MemoryError("could not allocate the build workspaces")
         ws.right_acc = ws.best_left + L * n_stats
         ws.carried = <CarryState**>calloc(L, sizeof(CarryState*))
-        if ws.carried == NULL:
+        ws.split_hints = <Py_ssize_t*>malloc(4 * L * sizeof(Py_ssize_t))
+        if ws.carried == NULL or ws.split_hints == NULL:
             raise MemoryError("could not allocate the build workspaces")
+        for side in range(4 * L):
+            ws.split_hints[side] = -1
         if self.carry_children:
             # The carried children's statistics, CHILD_CACHE_WAYS per side.
             ws.child_cache_block = calloc(2 * CHILD_CACHE_WAYS * (n_stats + h * n_stats + h),
@@ -292,6 +295,8 @@ cdef class BuildContext:
         free(ws.saved)
         free(ws.saved_capacity)
         free(ws.carried)
+        free(ws.split_hints)
+        ws.split_hints = NULL
         free(ws.child_cache_block)
         ws.carried = NULL
         ws.child_cache_block = NULL
@@ -849,8 +854,16 @@ cdef class TreeBuilder:
         cdef double* right_acc = ws.right_acc
         cdef double value
         cdef SplitRecord split
-        if not self.splitter.best_split(&ws.sw, start, end, total,
-                                        self.ctx.hist(ws, depth, side), &split, left_acc):
+        # Search nodes guess their split from the last one at this depth
+        # and side (the next candidate's grandchild is usually alike); the
+        # committed tree's nodes search without a guess.
+        if emit:
+            if not self.splitter.best_split(&ws.sw, start, end, total,
+                                            self.ctx.hist(ws, depth, side), &split, left_acc):
+                return 0
+        elif not self.splitter.best_split_hinted(
+                &ws.sw, start, end, total, self.ctx.hist(ws, depth, side), &split, left_acc,
+                ws.split_hints + 4 * depth + 2 * (side & 1)):
             return 0
         value = split.score + 2.0 * self.ctx.leaf_cost
         if not value < leaf_objective:
@@ -1163,9 +1176,12 @@ cdef class GreedyBuilder(TreeBuilder):
     cdef int choose(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     SplitRecord* split) except -1 nogil:
-        return self.splitter.best_split(
+        # Guessed from the last node at this depth and side (the same split,
+        # see Splitter.best_split_hinted).
+        return self.splitter.best_split_hinted(
             &ws.sw, start, end, self.ctx.total(ws, depth, side),
-            self.ctx.hist(ws, depth, side), split, ws.best_left + depth * self.ctx.n_stats)
+            self.ctx.hist(ws, depth, side), split, ws.best_left + depth * self.ctx.n_stats,
+            ws.split_hints + 4 * depth + 2 * (side & 1))
 
     cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                          Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
@@ -1491,7 +1507,9 @@ cdef class LookaheadBuilder(TreeBuilder):
         # that cross) and the right child's are the parent's minus them.
         if carried:
             self.splitter.carry_left(&ws.sw, start, end, c, carry, self.ctx.total(ws, d, 0),
-                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
+                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
+                                     self.ctx.hist(ws, depth, side),
+                                     self.ctx.keys(ws, depth, side))
         if c.duplicate:
             return 0
         mid = self.splitter.take_carried(&ws.sw, start, end, c, carry) if carried else -1
@@ -1673,7 +1691,9 @@ cdef class LookaheadBuilder(TreeBuilder):
             score[group[k]] = INFINITY
         if carried:
             self.splitter.carry_left(&ws.sw, start, end, c, carry, self.ctx.total(ws, d, 0),
-                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0))
+                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
+                                     self.ctx.hist(ws, depth, side),
+                                     self.ctx.keys(ws, depth, side))
         if c.duplicate:
             return 0
         mid = self.splitter.take_carried(&ws.sw, start, end, c, carry) if carried else -1

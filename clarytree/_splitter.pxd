@@ -131,6 +131,7 @@ cdef struct SplitterWork:
     int* level_tmp
     double* level_tmp_key
     unsigned char* level_left
+    double cap                  # see Splitter.best_split_hinted (INFINITY: none)
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
@@ -205,6 +206,7 @@ cdef class Splitter:
     cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
     cdef Py_ssize_t gram_block          # rows per block of the search sums
     cdef Py_ssize_t urow_stride         # n_stats rounded up to 8 (whole cache lines)
+    cdef const long long[::1] urow_index  # AVX-512 rows' products (q <= 16), else None
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
     cdef Py_ssize_t max_thresholds      # per histogram feature
@@ -254,9 +256,12 @@ cdef class Splitter:
     cdef void add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
                         double* total, double* hist,
                         unsigned long long* keys, bint exact) noexcept nogil
+    cdef void _add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
+                         double* total, double* hist, unsigned long long* keys,
+                         bint exact, Py_ssize_t skip) noexcept nogil
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
-                              unsigned long long* keys) noexcept nogil
+                              unsigned long long* keys, Py_ssize_t skip) noexcept nogil
     cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          double* total, double* hist,
                          unsigned long long* keys, bint exact) noexcept nogil
@@ -271,7 +276,9 @@ cdef class Splitter:
                              unsigned long long* out_keys) noexcept nogil
     cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const Candidate* cand, CarryState* state, double* total,
-                         double* hist, unsigned long long* keys) noexcept nogil
+                         double* hist, unsigned long long* keys,
+                         const double* node_hist,
+                         const unsigned long long* node_keys) noexcept nogil
     cdef void _carry_wide(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                           const Candidate* cand, CarryState* state, double* total,
                           double* hist, unsigned long long* keys) noexcept nogil
@@ -332,6 +339,12 @@ cdef class Splitter:
                                Py_ssize_t end, const double* total, const double* hist,
                                const unsigned long long* keys,
                                Candidate* out) noexcept nogil
+    cdef bint best_split_hinted(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                                const double* total, const double* hist,
+                                SplitRecord* best, double* best_left,
+                                Py_ssize_t* hint) noexcept nogil
+    cdef double _hint_cap(self, SplitterWork* w, const double* total, const double* hist,
+                          Py_ssize_t f, Py_ssize_t b) noexcept nogil
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil
     # ``hist``: the node's histogram (read for a wide categorical split only).
     cdef Py_ssize_t partition(self, SplitterWork* w, Py_ssize_t start,

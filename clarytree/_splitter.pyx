@@ -212,6 +212,38 @@ cdef extern from *:
             first = last;
         }
     }
+    /* Each row's packed statistics (the products w[a] * w[j], j >= a, of
+       packed_add_outer) for q <= 16: the row in two registers, each chunk
+       of 8 products from two permutes (index pairs in idx, 16 per chunk)
+       and one multiply; lanes past ns are zero. */
+    __attribute__((target("avx512f")))
+    static void ct_row_products_avx512(double* restrict U, Py_ssize_t S,
+                                       const double* restrict W, Py_ssize_t q,
+                                       const int* rows, Py_ssize_t m,
+                                       const long long* idx, Py_ssize_t ns) {
+        Py_ssize_t i, c, nc = S >> 3;
+        __mmask8 m0 = q >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << q) - 1u);
+        __mmask8 m1 = q > 8 ? (__mmask8)((1u << (q - 8)) - 1u) : (__mmask8)0;
+        __mmask8 tail = (__mmask8)((1u << (ns - 8 * (nc - 1))) - 1u);
+        for (i = 0; i < m; i++) {
+            const double* src = W + (Py_ssize_t)rows[i] * q;
+            double* u = U + i * S;
+            __m512d w0 = _mm512_maskz_loadu_pd(m0, src);
+            __m512d w1 = _mm512_maskz_loadu_pd(m1, src + 8);
+            for (c = 0; c < nc; c++) {
+                __m512i ia = _mm512_loadu_si512((const void*)(idx + 16 * c));
+                __m512i ib = _mm512_loadu_si512((const void*)(idx + 16 * c + 8));
+                __m512d va = _mm512_permutex2var_pd(w0, ia, w1);
+                __m512d vb = _mm512_permutex2var_pd(w0, ib, w1);
+                _mm512_storeu_pd(u + 8 * c, _mm512_maskz_mul_pd(
+                    c + 1 < nc ? (__mmask8)0xFF : tail, va, vb));
+            }
+        }
+    }
+    static int ct_have_avx512(void) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") ? 1 : 0;
+    }
     static ct_bin_sums_fn ct_pick_bin_sums(void) {
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) return ct_bin_sums_avx512;
@@ -220,15 +252,24 @@ cdef extern from *:
     }
     #else
     static ct_bin_sums_fn ct_pick_bin_sums(void) { return ct_bin_sums_base; }
+    static int ct_have_avx512(void) { return 0; }
+    static void ct_row_products_avx512(double* U, Py_ssize_t S, const double* W,
+                                       Py_ssize_t q, const int* rows, Py_ssize_t m,
+                                       const long long* idx, Py_ssize_t ns) {}
     #endif
     """
     ctypedef void (*ct_bin_sums_fn)(double*, const double*, Py_ssize_t, const int*,
                                     const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
                                     double*) noexcept nogil
     ct_bin_sums_fn ct_pick_bin_sums() noexcept nogil
+    int ct_have_avx512() noexcept nogil
+    void ct_row_products_avx512(double* U, Py_ssize_t S, const double* W, Py_ssize_t q,
+                                const int* rows, Py_ssize_t m, const long long* idx,
+                                Py_ssize_t ns) noexcept nogil
 
 
 cdef ct_bin_sums_fn _bin_sums = ct_pick_bin_sums()
+cdef bint _have_avx512 = ct_have_avx512()
 
 
 cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
@@ -415,6 +456,17 @@ cdef class Splitter:
                              f"has {order.shape[0]} rows for {self.n_features} features")
         self.gram_block = min(self.n_samples, GRAM_BLOCK)
         self.urow_stride = (self.n_stats + 7) // 8 * 8
+        self.urow_index = None
+        if _have_avx512 and criterion.q <= 16:
+            # Per chunk of 8 packed entries: the indices a, then j, of its
+            # products w[a] * w[j] (padding: 0, 0; masked to zero).
+            pairs = [(a, j) for a in range(criterion.q) for j in range(a, criterion.q)]
+            pairs += [(0, 0)] * (self.urow_stride - len(pairs))
+            index = np.zeros(2 * self.urow_stride, dtype=np.int64)
+            for k, (a, j) in enumerate(pairs):
+                index[16 * (k // 8) + k % 8] = a
+                index[16 * (k // 8) + 8 + k % 8] = j
+            self.urow_index = index
         if criterion.q < GRAM_MIN_Q or not grouped_sums:
             self.gram_min_rows = self.n_samples + 1      # never
         elif self.n_swept == self.n_features:
@@ -427,6 +479,7 @@ cdef class Splitter:
     cdef int init_work(self, SplitterWork* w, bint own_order) except -1:
         cdef Py_ssize_t n = self.n_samples, n_stats = self.n_stats
         memset(w, 0, sizeof(SplitterWork))
+        w.cap = INFINITY
         w.owns_order = own_order
         if own_order:
             w.order = <int*>malloc(self.n_orders * n * sizeof(int))
@@ -505,6 +558,42 @@ cdef class Splitter:
             self.free_work(&w)
         return total, hist.reshape(self.hist_size, self.n_stats), keys
 
+    def _best_split(self, Py_ssize_t start, Py_ssize_t end, hint=None):
+        """``best_split`` of the rows ``order[0, start:end]`` (private; tests).
+
+        With ``hint`` (feature, bin) through ``best_split_hinted``.  Returns
+        ``(feature, bin, n_left, score)``, or None when no split is
+        admissible.
+        """
+        if not 0 <= start < end <= self.n_samples:
+            raise ValueError("need 0 <= start < end <= n_samples")
+        cdef SplitterWork w
+        cdef SplitRecord best
+        cdef Py_ssize_t h[2]
+        cdef bint found
+        total = np.zeros(self.n_stats)
+        hist = np.zeros(self.hist_size * self.n_stats)
+        keys = np.zeros(self.hist_size, dtype=np.uint64)
+        left = np.zeros(self.n_stats)
+        cdef double[::1] tv = total, hv = hist, lv = left
+        cdef unsigned long long[::1] kv = keys
+        h[0] = -1 if hint is None else hint[0]
+        h[1] = -1 if hint is None else hint[1]
+        self.init_work(&w, False)
+        try:
+            with nogil:
+                self.node_stats(&w, start, end, &tv[0], &hv[0], &kv[0], True)
+                if hint is None:
+                    found = self.best_split(&w, start, end, &tv[0], &hv[0], &best, &lv[0])
+                else:
+                    found = self.best_split_hinted(&w, start, end, &tv[0], &hv[0], &best,
+                                                   &lv[0], h)
+        finally:
+            self.free_work(&w)
+        if not found:
+            return None
+        return best.feature, best.bin, best.n_left, best.score
+
     cdef void free_work(self, SplitterWork* w) noexcept nogil:
         if w.owns_order:
             free(w.order)
@@ -574,13 +663,19 @@ cdef class Splitter:
         order (the reference rounding, used for the committed tree); the
         search's sums (``exact`` False) may group them (see GRAM_BLOCK).
         """
+        self._add_stats(w, rows, n_rows, total, hist, keys, exact, -1)
+
+    cdef void _add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
+                         double* total, double* hist, unsigned long long* keys,
+                         bint exact, Py_ssize_t skip) noexcept nogil:
+        # add_stats, leaving out the bins of feature ``skip`` (-1: none).
         cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist
         cdef Py_ssize_t nf = self.n_features, off
         cdef double* u = w.row_stats
         cdef Py_ssize_t* offs = w.row_bins
         cdef unsigned long long key
         if not exact and n_rows >= self.gram_min_rows:
-            self._add_stats_gram(w, rows, n_rows, total, hist, keys)
+            self._add_stats_gram(w, rows, n_rows, total, hist, keys, skip)
             return
         if self.n_swept == nf:
             add_rows(&w.crit, total, rows, n_rows)
@@ -593,7 +688,7 @@ cdef class Splitter:
             n_hist = 0
             for f in range(nf):
                 off = self.hist_offset[f]
-                if off < 0:
+                if off < 0 or f == skip:
                     continue
                 off += self.bin(row, f)
                 keys[off] += key
@@ -603,7 +698,7 @@ cdef class Splitter:
 
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
-                              unsigned long long* keys) noexcept nogil:
+                              unsigned long long* keys, Py_ssize_t skip) noexcept nogil:
         # Per block of rows: each row's packed statistics once (stride
         # urow_stride, zero-padded), then per histogram feature the rows'
         # positions in bin order (counting sort of ints; the statistics stay
@@ -630,16 +725,20 @@ cdef class Splitter:
             m = min(self.gram_block, n_rows - start)
             # One pass over the block's rows: their packed statistics (the
             # products of packed_add_outer), keys and bins, all contiguous.
+            if self.urow_index is not None:
+                ct_row_products_avx512(U, S, W, q, rows + start, m, &self.urow_index[0],
+                                       n_stats)
             for i in range(m):
                 row = rows[start + i]
-                src = W + row * q
-                u = U + i * S
-                k = 0
-                for a in range(q):
-                    wa = src[a]
-                    for j in range(a, q):
-                        u[k + j - a] = wa * src[j]
-                    k += q - a
+                if self.urow_index is None:
+                    src = W + row * q
+                    u = U + i * S
+                    k = 0
+                    for a in range(q):
+                        wa = src[a]
+                        for j in range(a, q):
+                            u[k + j - a] = wa * src[j]
+                        k += q - a
                 perm[i] = <int>i
                 if with_hist:
                     rk[i] = _row_key(row)
@@ -648,7 +747,7 @@ cdef class Splitter:
             _bin_sums(total, U, S, perm, ends, 1, n_stats, w.urow_acc)
             for f in range(nf):
                 off = self.hist_offset[f]
-                if off < 0:
+                if off < 0 or f == skip:
                     continue
                 nb = self.n_bins[f]
                 # Counting sort of the positions by (bin, i mod 4): four
@@ -726,7 +825,9 @@ cdef class Splitter:
 
     cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const Candidate* cand, CarryState* state, double* total,
-                         double* hist, unsigned long long* keys) noexcept nogil:
+                         double* hist, unsigned long long* keys,
+                         const double* node_hist,
+                         const unsigned long long* node_keys) noexcept nogil:
         """Left-child statistics of ``cand``, carried from the previous candidate.
 
         Along one feature's ascending thresholds only the rows that cross
@@ -783,9 +884,21 @@ cdef class Splitter:
         first = state.pos
         while state.pos < m and self.bin(state.rows[state.pos], f) <= b:
             state.pos += 1
+        if self.missing[f] or self.hist_offset[f] < 0:
+            self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys,
+                           False)
+        else:
+            # The left child's bins of f itself are the node's up to b (and
+            # empty above): copied, not summed.
+            self._add_stats(w, state.rows + first, state.pos - first, total, hist, keys,
+                            False, f)
+            lo = self.hist_offset[f] + (state.bin + 1 if first > 0 else 0)
+            hi = self.hist_offset[f] + b + 1
+            if hi > lo:
+                memcpy(hist + lo * self.n_stats, node_hist + lo * self.n_stats,
+                       (hi - lo) * self.n_stats * sizeof(double))
+                memcpy(keys + lo, node_keys + lo, (hi - lo) * sizeof(unsigned long long))
         state.bin = b
-        self.add_stats(w, state.rows + first, state.pos - first, total, hist, keys,
-                       False)
         if b != cand.bin:
             # Missing rows left: the prefix aside, then prefix + missing.
             memcpy(state.prefix_total, total, self.n_stats * sizeof(double))
@@ -1092,6 +1205,8 @@ cdef class Splitter:
         # bounds nothing, a side without any known loss contributes 0.
         cdef Py_ssize_t k
         cdef double v, lower = 0.0, upper = 0.0
+        if a >= count:
+            a = -1                  # (the right side only)
         for k in range(a, -1, -1):
             v = w.thr_loss[2 * k]
             if v < INFINITY:        # (NaN: not computed)
@@ -1130,12 +1245,15 @@ cdef class Splitter:
         """
         cdef Py_ssize_t a, b, mid, s, side, top = 0
         cdef Py_ssize_t stack[256]
-        cdef double score, lower, upper, slack, score_left, lower_m, upper_m
+        cdef double score, lower, upper, slack, score_left, lower_m, upper_m, bound
         cdef double msl = <double>self.min_samples_leaf
         cdef const double* kept
         cdef double* alt = w.acc_alt
         cdef bint found = False
         cdef double floor = tie_floor(total, self.n_stats)
+        # A cap from a hinted split (see best_split) prunes what exceeds it.
+        cdef double cap = w.cap
+        cdef bint use_cap = cap < INFINITY and not with_missing
         slack = BOUND_SLACK * fabs(total[self.n_stats - 1])
         stack[0] = 0
         stack[1] = count - 1
@@ -1184,6 +1302,22 @@ cdef class Splitter:
                 continue
             if a == b:
                 w.n_thresholds_scanned += 1
+                if best.score < INFINITY or use_cap:
+                    # Known losses first, then its left loss with the
+                    # nearest known right one: two chances to skip a
+                    # factorization.
+                    bound = self._known_bound(w, a, a, count) - slack
+                    if (use_cap and bound > cap) or (best.score < INFINITY and not improves(
+                            bound, best.score, floor)):
+                        w.n_thresholds_skipped += 1
+                        continue
+                    lower = self._side_loss(w, total, a, 0)
+                    if lower < INFINITY:
+                        bound = lower + self._known_bound(w, count, a, count) - slack
+                        if (use_cap and bound > cap) or (best.score < INFINITY and not improves(
+                                bound, best.score, floor)):
+                            w.n_thresholds_skipped += 1
+                            continue
                 score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
                 if improves(score, best.score, floor):
                     best.score = score
@@ -1194,15 +1328,17 @@ cdef class Splitter:
                            self.n_stats * sizeof(double))
                     found = True
                 continue
-            if best.score < INFINITY:
+            if best.score < INFINITY or use_cap:
                 # First from losses already known (no factorization): the
                 # nearest left loss at or below a, the nearest right loss
                 # at or above b bound those at a and b from below.
-                if not with_missing and not improves(
-                        self._known_bound(w, a, b, count) - slack, best.score, floor):
-                    w.n_thresholds_scanned += b - a + 1
-                    w.n_thresholds_skipped += b - a + 1
-                    continue
+                if not with_missing:
+                    bound = self._known_bound(w, a, b, count) - slack
+                    if (use_cap and bound > cap) or (best.score < INFINITY and not improves(
+                            bound, best.score, floor)):
+                        w.n_thresholds_scanned += b - a + 1
+                        w.n_thresholds_skipped += b - a + 1
+                        continue
                 # A loss that failed to factorize (INFINITY) bounds nothing.
                 lower = self._side_loss(w, total, a, 0)
                 if with_missing:
@@ -1213,7 +1349,9 @@ cdef class Splitter:
                     lower = 0.0
                 if not upper < INFINITY:
                     upper = 0.0
-                if not improves(lower + upper - slack, best.score, floor):
+                bound = lower + upper - slack
+                if (use_cap and bound > cap) or (best.score < INFINITY and not improves(
+                        bound, best.score, floor)):
                     w.n_thresholds_scanned += b - a + 1
                     w.n_thresholds_skipped += b - a + 1
                     continue
@@ -1617,6 +1755,67 @@ cdef class Splitter:
                 elif self._consider(w, total, left, f, bin_i, n_left, best, best_left):
                     found = True
         return found
+
+    cdef bint best_split_hinted(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
+                                const double* total, const double* hist,
+                                SplitRecord* best, double* best_left,
+                                Py_ssize_t* hint) noexcept nogil:
+        """``best_split``, sped up by a guess of the winner; the same result.
+
+        ``hint`` holds a split (feature, bin), e.g. the one a similar node
+        took, or feature -1; it is replaced by the split found.  When it is
+        an admissible threshold of a histogram feature here, its score S >= 0
+        gives a cap: a threshold scoring above S + 3e-10 S + 3 tie_floor
+        never matters to the tie rule (every score up to S plus the
+        tolerance beats it, so the first such candidate in the order
+        becomes the incumbent whatever came before, and nothing above the
+        cap displaces it later), and the bounded scan skips blocks whose
+        bound exceeds the cap.
+        """
+        cdef bint found
+        w.cap = INFINITY
+        if self.bounded_scan and hint[0] >= 0:
+            w.cap = self._hint_cap(w, total, hist, hint[0], hint[1])
+        found = self.best_split(w, start, end, total, hist, best, best_left)
+        w.cap = INFINITY
+        if found:
+            hint[0] = best.feature
+            hint[1] = best.bin
+        return found
+
+    cdef double _hint_cap(self, SplitterWork* w, const double* total, const double* hist,
+                          Py_ssize_t f, Py_ssize_t b) noexcept nogil:
+        # The cap of best_split_hinted, or INFINITY when (f, b) is not one
+        # of the thresholds best_split keeps for histogram feature f here
+        # (the conditions of its bin scan).
+        cdef Py_ssize_t off, nb, last, k, s, n_stats = self.n_stats
+        cdef double* left = w.acc_alt
+        cdef const double* h
+        cdef double score, msl = <double>self.min_samples_leaf
+        if f >= self.n_features or self.categorical[f] or self.missing[f]:
+            return INFINITY
+        off = self.hist_offset[f]
+        nb = self.n_bins[f]
+        if off < 0 or b < 0 or b >= nb or not enough_weight(total[0], 2.0 * msl):
+            return INFINITY
+        last = nb - 1
+        while last >= 0 and hist[(off + last) * n_stats] == 0.0:
+            last -= 1
+        if b >= last or hist[(off + b) * n_stats] == 0.0:
+            return INFINITY
+        memset(left, 0, n_stats * sizeof(double))
+        for k in range(b + 1):
+            h = hist + (off + k) * n_stats
+            if h[0] == 0.0:
+                continue
+            for s in range(n_stats):
+                left[s] += h[s]
+        if not (enough_weight(left[0], msl) and enough_weight(total[0] - left[0], msl)):
+            return INFINITY
+        score = self._children_loss(w, total, left)
+        if not (0.0 <= score < INFINITY):
+            return INFINITY
+        return score + 3e-10 * score + 3.0 * tie_floor(total, n_stats)
 
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil:
         cdef Py_ssize_t f, total = 0

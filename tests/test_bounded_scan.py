@@ -114,3 +114,34 @@ def test_bounded_scan_with_missing_bins(lookahead, weighted, exact):
     assert a.tree_.missing_go_left.any()
     assert count_a["n_thresholds_skipped"] > 0
     assert count_b["n_thresholds_scanned"] == 0
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_hinted_split_search_finds_the_same_split_whatever_the_hint(exact):
+    """A guessed split caps the bounded scan; the result never depends on it.
+
+    Every threshold of every feature as the guess (the winner, near ties on
+    the copied column, bad guesses), and guesses that are no threshold here
+    (an empty bin, the last bin, out of range), on the full node and on a
+    small one where min_samples_leaf rules thresholds out.
+    """
+    from clarytree._criterion import RidgeCriterion
+    from clarytree._splitter import Splitter
+
+    from clarytree._thresholds import bin_features, threshold_pool
+
+    X, y = _problem(1500, 7, exact)
+    n = X.shape[0]
+    pools = [threshold_pool(X[:, f], 12, "quantile") for f in range(X.shape[1])]
+    bins, order, n_bins = bin_features(X, pools)
+    Z = (X - X.mean(0)) / X.std(0)
+    W = np.ascontiguousarray(np.column_stack([np.ones(n), Z[:, :4], y - y.mean()]))
+    ridge = np.full(W.shape[1] - 1, 1e-5 * n)
+    splitter = Splitter(bins, order, n_bins, 20, RidgeCriterion(W, ridge))
+    for start, end in ((0, n), (100, 260)):
+        plain = splitter._best_split(start, end)
+        assert plain is not None
+        hints = [(f, b) for f in range(X.shape[1]) for b in range(-1, n_bins[f] + 1)]
+        hints += [(X.shape[1], 0), (-1, 0)]
+        for hint in hints:
+            assert splitter._best_split(start, end, hint) == plain, hint
