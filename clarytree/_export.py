@@ -24,6 +24,7 @@ What the exports print, by default:
   significant digits; ``significant_digits=None`` prints them exactly.
 """
 
+import copy
 import importlib
 import numbers
 import warnings
@@ -938,7 +939,10 @@ def to_dict(estimator):
     Parameters
     ----------
     estimator : CLARITreeRegressor, CholeskyTreeRegressor or MBNDT estimator
-        A fitted estimator.
+        A fitted estimator.  A fitted ``CLARITreeRegressorCV`` or
+        ``CholeskyTreeRegressorCV`` is written as its refitted tree
+        (``best_estimator_``, which :func:`from_dict` rebuilds); its CV
+        results are not part of the description.
 
     Returns
     -------
@@ -964,6 +968,13 @@ def to_dict(estimator):
     >>> bool((clone.predict(X) == model.predict(X)).all())
     True
     """
+    from ._path import _CVMixin
+
+    if isinstance(estimator, _CVMixin) and hasattr(estimator, "best_estimator_"):
+        # A fitted CV estimator is its refitted tree: write that tree (with
+        # the CV estimator's current extrapolation), which from_dict rebuilds.
+        tree = estimator.best_estimator_
+        estimator = copy.copy(tree).set_params(extrapolation=estimator.extrapolation)
     family = _family(estimator)
     names = getattr(estimator, "feature_names_in_", None)
     data = {

@@ -300,6 +300,29 @@ def test_cv_extrapolation_is_the_tree_parameter(cls):
     assert not np.array_equal(clipped, unclipped)
 
 
+def test_cv_round_trips_through_json_as_its_refitted_tree():
+    import json
+
+    from clarytree import from_dict, to_dict
+
+    X, y = _data()
+    model = CLARITreeRegressorCV(leaf_penalties=[1e-1, 1e-2, 1e-3], ridge_alphas=[1e-3],
+                                 max_depth=2, cv=3).fit(X, y)
+    model.set_params(extrapolation="clip")
+    restored = from_dict(json.loads(json.dumps(to_dict(model))))
+    assert type(restored) is CLARITreeRegressor
+    assert restored.leaf_penalty == model.leaf_penalty_
+    assert restored.extrapolation == "clip"
+    assert model.best_estimator_.extrapolation == "none"
+    far = 10.0 * X
+    np.testing.assert_array_equal(restored.predict(far), model.predict(far))
+    unfitted = CLARITreeRegressorCV(leaf_penalties=[1e-2], ridge_alphas=[1e-3], cv=2,
+                                    max_depth=1, refit=False).fit(X, y)
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        to_dict(unfitted)
+
+
 def test_cv_parallel_equals_serial():
     X, y = _data()
     kw = {"leaf_penalties": [1e-1, 1e-2, 1e-3], "ridge_alphas": [1e-1, 1e-4], "cv": 3,
