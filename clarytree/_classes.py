@@ -256,8 +256,9 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     if "time_limit" in estimator.get_params(deep=False):
         estimator.search_complete_ = bool(report["complete"])
     if not report["complete"]:
+        # _fit_tree <- fit <- scikit-learn's fit_context wrapper <- the caller.
         warnings.warn(_time_limit_message(time_limit, report), UserWarning,
-                      stacklevel=3)
+                      stacklevel=4)
     estimator.n_candidate_evaluations_ = counters["n_evaluations"]
     unit = prep.y_scale_ * prep.y_scale_
     objective *= unit
@@ -567,7 +568,9 @@ _PARAMS_DOC = """
         their predictions are the same either way; the parameter only acts
         at predict time and can be changed with ``set_params`` after fitting.
     verbose : int, default=0
-        Print the progress of the root's candidate evaluations.
+        Print the progress of the root's candidate evaluations of a
+        lookahead search to standard error (from the main thread, also with
+        several threads); a greedy fit has none and prints nothing.
 
     Attributes
     ----------

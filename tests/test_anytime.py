@@ -44,6 +44,13 @@ def test_time_limit_zero_is_the_greedy_tree(data, leaf_model, lookahead, n_jobs)
     assert model.n_candidate_evaluations_ == 0
 
 
+def test_time_limit_warning_points_at_the_callers_fit(data):
+    X, y = data
+    with pytest.warns(UserWarning, match="time_limit=0s reached") as record:
+        CLARITreeRegressor(max_depth=2, time_limit=0).fit(X, y)
+    assert [w.filename for w in record] == [__file__]
+
+
 @pytest.mark.parametrize("lookahead, n_jobs", [(1, None), (2, None), (1, 2)])
 def test_tiny_limit_lies_between_lookahead_and_greedy(data, lookahead, n_jobs):
     X, y = data
