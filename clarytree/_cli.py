@@ -31,8 +31,8 @@ class _HelpFormatter(argparse.HelpFormatter):
         default = action.default
         # Identity checks: a default of 0 is worth showing (0 == False).
         hidden = default is None or default is False or default is argparse.SUPPRESS
-        if ("%(default)" not in text and not hidden and action.option_strings
-                and action.nargs != 0):
+        if ("%(default)" not in text and "(default:" not in text and not hidden
+                and action.option_strings and action.nargs != 0):
             text += " (default: %(default)s)"
         return text
 
@@ -345,7 +345,8 @@ def _cmd_fit(args):
     if args.lookahead_depth == 0:
         model = CholeskyTreeRegressor(**params)
     else:
-        model = CLARITreeRegressor(lookahead_depth=args.lookahead_depth, **params)
+        model = CLARITreeRegressor(lookahead_depth=args.lookahead_depth,
+                                   n_jobs=args.n_jobs, **params)
     start = time.perf_counter()
     model.fit(X_train, y_train)
     seconds = time.perf_counter() - start
@@ -618,7 +619,9 @@ def build_parser():
                      help="kappa grid for --cv (default: 1e-1,1e-2,1e-3,1e-4,1e-5)")
     fit.add_argument("--n-jobs", type=_checked(int, lambda v: v == -1 or v >= 1,
                                                "a positive integer or -1"),
-                     default=None, help="parallel CV tasks (-1: all cores)")
+                     default=None, help="with --cv: parallel CV tasks; otherwise threads "
+                     "of the lookahead search (-1: all cores; the tree does not depend on "
+                     "it)")
     fit.add_argument("--test-size", type=_test_size, default=0.2,
                      help="held-out fraction for the test R2 (0 to train on all rows)")
     fit.add_argument("--random-state", type=_non_negative_int, default=0,

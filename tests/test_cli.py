@@ -123,6 +123,16 @@ def test_fit_predict_round_trip(data_csv, tmp_path):
     assert len(result.stdout.splitlines()) == len(frame) + 1
 
 
+def test_fit_n_jobs_sets_the_search_threads(data_csv, tmp_path):
+    import joblib
+
+    model = tmp_path / "model.joblib"
+    result = run("fit", data_csv, "--target", "target", "--max-depth", 2, "--n-jobs", 2,
+                 "--out", model)
+    assert result.returncode == 0, result.stderr
+    assert joblib.load(model).n_jobs == 2
+
+
 def test_fit_greedy_and_parquet(data_csv, tmp_path):
     pytest.importorskip("pyarrow")
     parquet = tmp_path / "train.parquet"
@@ -330,6 +340,8 @@ def test_help_shows_defaults(command, shown):
     text = " ".join(result.stdout.split())  # undo argparse's line wrapping
     for fragment in shown:
         assert fragment in text, (fragment, result.stdout)
+    # An option whose help states its default is not given a second one.
+    assert re.search(r"\(default: [^)]*\) \(default:", text) is None, text
 
 
 def test_fit_prints_readable_numbers(data_csv):
