@@ -195,7 +195,8 @@ def _resolve_columns(spec, parameter, n_features, feature_names):
     if spec.dtype.kind in "iu":
         idx = spec.astype(np.intp)
         if np.any((idx < -n_features) | (idx >= n_features)):
-            raise ValueError(f"{parameter} indices must lie in [0, {n_features})")
+            raise ValueError(f"{parameter} indices must lie in [-{n_features}, "
+                             f"{n_features}) (negative ones count from the end)")
         return np.unique(np.where(idx < 0, idx + n_features, idx))
     raise TypeError(
         f"{parameter} must be a list of column indices, names or a boolean mask")

@@ -231,6 +231,21 @@ def test_categorical_column_in_regression_features():
         CLARITreeRegressor(categorical_features=["nope"]).fit(X, y)
 
 
+@pytest.mark.parametrize("parameter", ["regression_features", "categorical_features"])
+def test_column_indices_count_from_the_end_and_are_range_checked(parameter):
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(80, 3)))
+    y = rng.normal(size=80)
+    attribute = {"regression_features": "regression_features_",
+                 "categorical_features": "is_categorical_"}[parameter]
+    last = getattr(CholeskyTreeRegressor(**{parameter: [-1]}).fit(X, y), attribute)
+    first = getattr(CholeskyTreeRegressor(**{parameter: [2]}).fit(X, y), attribute)
+    np.testing.assert_array_equal(last, first)
+    for bad in (3, -4):
+        with pytest.raises(ValueError, match=rf"{parameter} indices must lie in \[-3, 3\)"):
+            CholeskyTreeRegressor(**{parameter: [bad]}).fit(X, y)
+
+
 def test_row_orders_only_when_a_column_is_swept():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 3))
