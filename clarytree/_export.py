@@ -1803,9 +1803,17 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
                                 textcoords="offset points", ha="center", va="bottom",
                                 fontsize=8, zorder=4)
             else:
+                leaves = None
+                if hasattr(estimator, "apply"):
+                    leaves = estimator.apply(
+                        _raw_grid(X, columns, levels, held, features, codes[:, None]))
                 for c, value in zip(codes, model_values(codes[:, None]), strict=True):
                     ax.plot([c - 0.35, c + 0.35], [value, value], linewidth=2.5, zorder=3,
                             color="C0", label="model" if c == 0 else "_nolegend_")
+                    if leaves is not None:
+                        ax.annotate(str(leaves[int(c)]), (c, value), xytext=(0, 3),
+                                    textcoords="offset points", ha="center", va="bottom",
+                                    fontsize=8, zorder=4)
             _level_axis(ax, "x", levels[f])
         elif found is not None:
             regions, splits = found

@@ -294,8 +294,10 @@ def test_mbndt_on_a_table_with_text_columns(table):
     plot_partition(model, X, y, features="size", ax=ax)
     assert _tick_labels(ax) == ["S", "M", "L"]   # the column's category order
     values = [ln.get_data()[1][0] for ln in ax.lines]
-    np.testing.assert_allclose(values, model.predict(_rows(X, held, 3, size=["S", "M", "L"])),
-                               rtol=1e-6, atol=1e-9)
+    rows = _rows(X, held, 3, size=["S", "M", "L"])
+    np.testing.assert_allclose(values, model.predict(rows), rtol=1e-6, atol=1e-9)
+    labels = {int(round(t.xy[0])): int(t.get_text()) for t in ax.texts}
+    assert [labels[c] for c in range(3)] == model.apply(rows).tolist()
     plt.close(fig)
 
     fig, ax = plt.subplots()
