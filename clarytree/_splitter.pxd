@@ -261,7 +261,8 @@ cdef class Splitter:
                          bint exact, Py_ssize_t skip) noexcept nogil
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
-                              unsigned long long* keys, Py_ssize_t skip) noexcept nogil
+                              unsigned long long* keys, Py_ssize_t skip,
+                              bint neg) noexcept nogil
     cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          double* total, double* hist,
                          unsigned long long* keys, bint exact) noexcept nogil

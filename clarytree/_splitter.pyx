@@ -675,7 +675,7 @@ cdef class Splitter:
         cdef Py_ssize_t* offs = w.row_bins
         cdef unsigned long long key
         if not exact and n_rows >= self.gram_min_rows:
-            self._add_stats_gram(w, rows, n_rows, total, hist, keys, skip)
+            self._add_stats_gram(w, rows, n_rows, total, hist, keys, skip, False)
             return
         if self.n_swept == nf:
             add_rows(&w.crit, total, rows, n_rows)
@@ -698,7 +698,8 @@ cdef class Splitter:
 
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
-                              unsigned long long* keys, Py_ssize_t skip) noexcept nogil:
+                              unsigned long long* keys, Py_ssize_t skip,
+                              bint neg) noexcept nogil:
         # Per block of rows: each row's packed statistics once (stride
         # urow_stride, zero-padded), then per histogram feature the rows'
         # positions in bin order (counting sort of ints; the statistics stay
@@ -743,6 +744,11 @@ cdef class Splitter:
                 if with_hist:
                     rk[i] = _row_key(row)
                     self.bins_row(row, bb + i * nf)
+            if neg:
+                # Removing rows: their negated products (negation is exact
+                # and commutes with the sums' rounding).
+                for i in range(m * S):
+                    U[i] = -U[i]
             ends[0] = m
             _bin_sums(total, U, S, perm, ends, 1, n_stats, w.urow_acc)
             for f in range(nf):
@@ -776,7 +782,10 @@ cdef class Splitter:
                         key = 0
                         for i in range(first, ends[b]):
                             key += rk[perm[i]]
-                        keys[off + b] += key
+                        if neg:
+                            keys[off + b] -= key
+                        else:
+                            keys[off + b] += key
                     first = ends[b]
             start += m
 
@@ -946,16 +955,30 @@ cdef class Splitter:
 
         For a numeric feature (no level sets): bin <= ``upto``, and with
         ``MISSING_LEFT`` in ``upto`` the missing bin too (as ``partition``);
-        row by row; the other rows are passed over.
+        the other rows are passed over.  Search sums: grouped (see
+        ``_add_stats_gram``) when enough rows move, else row by row.
+        Uses ``w.tmp``.
         """
         cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist, off, b
         cdef Py_ssize_t nf = self.n_features, missing_bin = -1
         cdef double* u = w.row_stats
         cdef Py_ssize_t* offs = w.row_bins
         cdef unsigned long long key
+        cdef int* moving = w.tmp
+        cdef Py_ssize_t n_moving = 0
         if self.missing[feature] and upto & MISSING_LEFT_BIT:
             upto = upto & ~(<Py_ssize_t>MISSING_LEFT_BIT)
             missing_bin = self.n_bins[feature] - 1
+        if n_rows >= self.gram_min_rows:
+            # Enough rows for the grouped search sums: those that go left.
+            for i in range(n_rows):
+                b = self.bin(rows[i], feature)
+                if b <= upto or b == missing_bin:
+                    moving[n_moving] = rows[i]
+                    n_moving += 1
+            if n_moving >= self.gram_min_rows:
+                self._add_stats_gram(w, moving, n_moving, total, hist, keys, -1, sign < 0)
+                return
         for i in range(n_rows):
             row = rows[i]
             b = self.bin(row, feature)
