@@ -348,9 +348,10 @@ _CV_PARAMS_DOC = """
         Parallel tasks, one per (fold, ridge_alpha): each grows the path of
         all leaf penalties.  Runs through joblib, so
         ``joblib.parallel_backend("dask")`` sends the tasks to a Dask
-        cluster.  With fewer tasks than ``n_jobs`` the cores left over
-        become each task's search threads (tasks times threads stays within
-        ``n_jobs``), and the refit searches with ``n_jobs`` threads.  The
+        cluster.  For lookahead trees, with fewer tasks than ``n_jobs`` the
+        cores left over become each task's search threads (tasks times
+        threads stays within ``n_jobs``), and the refit searches with
+        ``n_jobs`` threads (a greedy tree's search is single-threaded).  The
         result does not depend on it.
     refit : bool, default=True
         Refit on all rows at the chosen pair; the estimator then is that
