@@ -1101,9 +1101,14 @@ cdef class TreeBuilder:
                 split_words = words
             mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin,
                                           self.ctx.hist(ws, depth, side))
-            self.prepare_children(ws, start, mid, end, depth, total,
-                                  self.ctx.hist(ws, depth, side),
-                                  self.ctx.keys(ws, depth, side), emit)
+            if not emit and remaining == 2 and n_win == 1 and ws.carried[depth] != NULL:
+                # As grow: a search node's children carried along the sweep.
+                self._carried_children(ws, start, mid, end, depth, side, split.feature,
+                                       split.bin, ws.carried[depth])
+            else:
+                self.prepare_children(ws, start, mid, end, depth, total,
+                                      self.ctx.hist(ws, depth, side),
+                                      self.ctx.keys(ws, depth, side), emit)
             self.grow_path(ws, path, start, mid, depth + 1, 0, remaining - 1, emit,
                            same, n_won, left_objective)
             if emit:
@@ -1137,8 +1142,14 @@ cdef class TreeBuilder:
         cdef SplitRecord split
         cdef unsigned long long words[SET_WORDS]
         cdef const unsigned long long* split_words = NULL
-        if not self.splitter.best_split(&ws.sw, start, end, total,
-                                        self.ctx.hist(ws, depth, side), &split, left_acc):
+        # As _last_level: search nodes guess their split, committed ones not.
+        if emit:
+            if not self.splitter.best_split(&ws.sw, start, end, total,
+                                            self.ctx.hist(ws, depth, side), &split, left_acc):
+                return 0
+        elif not self.splitter.best_split_hinted(
+                &ws.sw, start, end, total, self.ctx.hist(ws, depth, side), &split, left_acc,
+                ws.split_hints + 4 * depth + 2 * (side & 1)):
             return 0
         if emit:
             for s in range(n_stats):
@@ -1710,6 +1721,9 @@ cdef class LookaheadBuilder(TreeBuilder):
             self.prepare_children(ws, start, mid, end, depth,
                                   self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
                                   self.ctx.keys(ws, depth, side), False)
+        if (carried and remaining == 3 and self.ctx.carry_children
+                and not self.splitter.categorical[c.feature]):
+            ws.carried[d] = carry       # as _score
         self.inner.grow_path(ws, path, start, mid, d, 0, remaining - 1, False, group,
                              n_group, left)
         for k in range(n_group):
@@ -1723,6 +1737,7 @@ cdef class LookaheadBuilder(TreeBuilder):
         for k in range(n_right):
             g = need_right[k]
             score[g] = left[g] + right[g]
+        ws.carried[d] = NULL
         ws.n_evaluations += 1
         self.splitter.restore(&ws.sw, start, end, ws.saved[depth])
         return 0

@@ -95,3 +95,23 @@ def test_carried_children_with_missing_bins(depth, lookahead):
         np.testing.assert_array_equal(nodes_on[name], nodes_off[name], err_msg=name)
     assert (nodes_on["bin"] >= 0).any() and on["n_carried_children"] > 0
     assert on["n_evaluations"] == off["n_evaluations"]
+
+
+@pytest.mark.parametrize(("depth", "lookahead"), [(4, 1), (4, 2)])
+def test_the_path_carries_children_and_equals_separate_fits(depth, lookahead):
+    """The leaf-penalty path's candidates carry their children too."""
+    from clarytree import CLARITreeRegressor
+    from clarytree._classes import _fit_tree
+
+    X, y = make_piecewise_linear(n_samples=1500, n_features=4, noise=0.3, random_state=11)
+    penalties = [3e-2, 1e-2, 3e-3, 1e-3, 1e-4]
+    est = CLARITreeRegressor(max_depth=depth, lookahead_depth=lookahead, n_thresholds=12,
+                             min_samples_leaf=10)
+    fits, counters = _fit_tree(est, X, y, leaf_penalties=penalties)
+    assert counters["n_carried_children"] > 0
+    for lam, fit in zip(penalties, fits, strict=True):
+        single = CLARITreeRegressor(**{**est.get_params(), "leaf_penalty": lam}).fit(X, y)
+        assert fit.objective_ == single.objective_
+        for name in ("feature", "threshold", "children_left", "children_right"):
+            np.testing.assert_array_equal(getattr(fit.tree_, name),
+                                          getattr(single.tree_, name), err_msg=name)
