@@ -225,6 +225,9 @@ cdef class TreeBuilder:
     cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                          Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
                          const Py_ssize_t* group, Py_ssize_t n_group) except -1 nogil
+    cdef bint _last_split(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                          Py_ssize_t depth, int side, bint emit, SplitRecord* split,
+                          double* left_acc) noexcept nogil
     cdef int _last_level_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                               Py_ssize_t end, Py_ssize_t depth, int side, bint emit,
                               const Py_ssize_t* group, Py_ssize_t n_group,

@@ -854,16 +854,7 @@ cdef class TreeBuilder:
         cdef double* right_acc = ws.right_acc
         cdef double value
         cdef SplitRecord split
-        # Search nodes guess their split from the last one at this depth
-        # and side (the next candidate's grandchild is usually alike); the
-        # committed tree's nodes search without a guess.
-        if emit:
-            if not self.splitter.best_split(&ws.sw, start, end, total,
-                                            self.ctx.hist(ws, depth, side), &split, left_acc):
-                return 0
-        elif not self.splitter.best_split_hinted(
-                &ws.sw, start, end, total, self.ctx.hist(ws, depth, side), &split, left_acc,
-                ws.split_hints + 4 * depth + 2 * (side & 1)):
+        if not self._last_split(ws, start, end, depth, side, emit, &split, left_acc):
             return 0
         value = split.score + 2.0 * self.ctx.leaf_cost
         if not value < leaf_objective:
@@ -1128,6 +1119,20 @@ cdef class TreeBuilder:
                     path.node_count[g] = node_id[g] + 1      # prune: drop the subtree
         return 0
 
+    cdef bint _last_split(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                          Py_ssize_t depth, int side, bint emit, SplitRecord* split,
+                          double* left_acc) noexcept nogil:
+        # A last-level node's best split.  Search nodes guess it from the
+        # last one at this depth and side (the next candidate's grandchild
+        # is usually alike); the committed tree's nodes search without one.
+        cdef const double* total = self.ctx.total(ws, depth, side)
+        if emit:
+            return self.splitter.best_split(&ws.sw, start, end, total,
+                                            self.ctx.hist(ws, depth, side), split, left_acc)
+        return self.splitter.best_split_hinted(
+            &ws.sw, start, end, total, self.ctx.hist(ws, depth, side), split, left_acc,
+            ws.split_hints + 4 * depth + 2 * (side & 1))
+
     cdef int _last_level_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                               Py_ssize_t end, Py_ssize_t depth, int side, bint emit,
                               const Py_ssize_t* group, Py_ssize_t n_group,
@@ -1142,14 +1147,7 @@ cdef class TreeBuilder:
         cdef SplitRecord split
         cdef unsigned long long words[SET_WORDS]
         cdef const unsigned long long* split_words = NULL
-        # As _last_level: search nodes guess their split, committed ones not.
-        if emit:
-            if not self.splitter.best_split(&ws.sw, start, end, total,
-                                            self.ctx.hist(ws, depth, side), &split, left_acc):
-                return 0
-        elif not self.splitter.best_split_hinted(
-                &ws.sw, start, end, total, self.ctx.hist(ws, depth, side), &split, left_acc,
-                ws.split_hints + 4 * depth + 2 * (side & 1)):
+        if not self._last_split(ws, start, end, depth, side, emit, &split, left_acc):
             return 0
         if emit:
             for s in range(n_stats):

@@ -1030,55 +1030,35 @@ cdef class Splitter:
         ``row_stats`` as scratch.  A wide feature's bins are sorted by a
         stable merge sort (``level_tmp``), the others by insertion.
         """
+        cdef Py_ssize_t i, j, count = self._level_keys(w, f, hist, perm, key)
+        cdef double r
+        cdef int b
+        if self.wide[f]:
+            self._merge_sort_levels(w, perm, key, count)
+            return count
+        # Insertion sort: ties keep bin order.
+        for i in range(1, count):
+            r = key[i]
+            b = perm[i]
+            j = i
+            while j > 0 and key[j - 1] > r:
+                key[j] = key[j - 1]
+                perm[j] = perm[j - 1]
+                j -= 1
+            key[j] = r
+            perm[j] = b
+        return count
+
+    cdef Py_ssize_t _level_keys(self, SplitterWork* w, Py_ssize_t f, const double* hist,
+                                int* perm, double* key) noexcept nogil:
+        # The present bins of feature f in bin order (perm) with their mean
+        # residuals under the node's own leaf model (key); returns their count.
         cdef Py_ssize_t b, j, s, count = 0, p = self.criterion.p, n_stats = self.n_stats
         cdef Py_ssize_t off = self.hist_offset[f]
         cdef double* beta = w.row_stats
         cdef double* node = w.acc_right
         cdef const double* h
         cdef double r
-        if self.wide[f]:
-            return self._category_order_wide(w, f, hist, perm, key)
-        memset(node, 0, n_stats * sizeof(double))
-        for b in range(self.n_bins[f]):
-            h = hist + (off + b) * n_stats
-            for s in range(n_stats):
-                node[s] += h[s]
-        self.criterion.coef(node, beta, &w.crit)
-        for b in range(self.n_bins[f]):
-            h = hist + (off + b) * n_stats
-            if h[0] == 0.0:
-                continue
-            r = h[p]
-            for j in range(p):
-                r -= h[j] * beta[j]
-            r /= h[0]
-            j = count
-            while j > 0 and key[j - 1] > r:
-                key[j] = key[j - 1]
-                perm[j] = perm[j - 1]
-                j -= 1
-            key[j] = r
-            perm[j] = <int>b
-            count += 1
-        return count
-
-    cdef Py_ssize_t _category_order_wide(self, SplitterWork* w, Py_ssize_t f,
-                                         const double* hist, int* perm,
-                                         double* key) noexcept nogil:
-        # ``_category_order`` for a wide feature: the same keys, then a
-        # bottom-up merge sort (ties keep bin order, as insertion does).
-        cdef Py_ssize_t b, j, s, count = 0, p = self.criterion.p, n_stats = self.n_stats
-        cdef Py_ssize_t off = self.hist_offset[f], width, lo, mid, hi, i, k
-        cdef double* beta = w.row_stats
-        cdef double* node = w.acc_right
-        cdef const double* h
-        cdef double r
-        cdef int* src_p = perm
-        cdef double* src_k = key
-        cdef int* dst_p = w.level_tmp
-        cdef double* dst_k = w.level_tmp_key
-        cdef int* tp
-        cdef double* tk
         memset(node, 0, n_stats * sizeof(double))
         for b in range(self.n_bins[f]):
             h = hist + (off + b) * n_stats
@@ -1095,6 +1075,19 @@ cdef class Splitter:
             key[count] = r / h[0]
             perm[count] = <int>b
             count += 1
+        return count
+
+    cdef void _merge_sort_levels(self, SplitterWork* w, int* perm, double* key,
+                                 Py_ssize_t count) noexcept nogil:
+        # A wide feature's level order: a bottom-up merge sort of (key, perm)
+        # (ties keep bin order, as insertion does).
+        cdef Py_ssize_t j, width, lo, mid, hi, i, k
+        cdef int* src_p = perm
+        cdef double* src_k = key
+        cdef int* dst_p = w.level_tmp
+        cdef double* dst_k = w.level_tmp_key
+        cdef int* tp
+        cdef double* tk
         width = 1
         while width < count:
             lo = 0
@@ -1126,7 +1119,6 @@ cdef class Splitter:
         if src_p != perm:
             memcpy(perm, src_p, count * sizeof(int))
             memcpy(key, src_k, count * sizeof(double))
-        return count
 
     cdef void level_set(self, SplitterWork* w, Py_ssize_t f, Py_ssize_t bin,
                         const double* hist, unsigned char* left) noexcept nogil:
