@@ -1039,6 +1039,7 @@ cdef class TreeBuilder:
         cdef double* right_objective = &path.values[t, depth + 1, 1, 0]
         cdef bint splittable = remaining > 0 and enough_weight(
             total[0], 2.0 * self.ctx.min_samples_leaf)
+        cdef bint one_winner
         cdef Candidate* split
         cdef unsigned long long words[SET_WORDS]
         cdef const unsigned long long* split_words
@@ -1066,9 +1067,12 @@ cdef class TreeBuilder:
                             n_active) == 0:
             return 0
         n_win = 0
+        one_winner = True
         for k in range(n_active):
             if winner[active[k]] >= 0:
                 won[n_win] = active[k]
+                if n_win > 0 and winner[active[k]] != winner[won[0]]:
+                    one_winner = False
                 n_win += 1
         for k in range(n_win):
             w = winner[won[k]]
@@ -1092,8 +1096,9 @@ cdef class TreeBuilder:
                 split_words = words
             mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin,
                                           self.ctx.hist(ws, depth, side))
-            if not emit and remaining == 2 and n_win == 1 and ws.carried[depth] != NULL:
-                # As grow: a search node's children carried along the sweep.
+            if not emit and remaining == 2 and one_winner and ws.carried[depth] != NULL:
+                # As grow: a search node's children carried along the sweep
+                # (all its costs took the one split, as a greedy node's do).
                 self._carried_children(ws, start, mid, end, depth, side, split.feature,
                                        split.bin, ws.carried[depth])
             else:

@@ -115,3 +115,27 @@ def test_the_path_carries_children_and_equals_separate_fits(depth, lookahead):
         for name in ("feature", "threshold", "children_left", "children_right"):
             np.testing.assert_array_equal(getattr(fit.tree_, name),
                                           getattr(single.tree_, name), err_msg=name)
+
+
+def test_the_path_carries_as_a_single_fit_does_for_costs_that_agree():
+    """Costs of one group share a completion's greedy split: its children are carried.
+
+    Two leaf penalties a hair apart take every decision alike, so the path
+    grows exactly the completions of a single fit and must carry as many
+    children (a count that is zero where a group of several costs falls back
+    to fresh sums).
+    """
+    from clarytree import CLARITreeRegressor
+    from clarytree._classes import _fit_tree
+
+    X, y = make_piecewise_linear(n_samples=1500, n_features=4, noise=0.3, random_state=3)
+    est = CLARITreeRegressor(max_depth=4, lookahead_depth=1, n_thresholds=12,
+                             min_samples_leaf=10, leaf_penalty=1e-3)
+    fits, path = _fit_tree(est, X, y, leaf_penalties=[1e-3, 1e-3 * (1 + 1e-9)])
+    single, counters = _fit_tree(est, X, y)
+    assert counters["n_carried_children"] > 0
+    assert path["n_carried_children"] == counters["n_carried_children"]
+    assert path["n_evaluations"] == counters["n_evaluations"]
+    for fit in fits:
+        np.testing.assert_array_equal(fit.tree_.feature, single.tree_.feature)
+        np.testing.assert_array_equal(fit.tree_.threshold, single.tree_.threshold)
