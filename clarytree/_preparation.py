@@ -186,7 +186,8 @@ def _resolve_columns(spec, parameter, n_features, feature_names):
         unknown = [str(s) for s in spec if str(s) not in lookup]
         if unknown:
             raise ValueError(f"{parameter} names not in X: {unknown}")
-        return np.unique(np.array([lookup[str(s)] for s in spec], dtype=np.intp))
+        return _unique_columns(np.array([lookup[str(s)] for s in spec], dtype=np.intp),
+                               parameter, feature_names)
     if spec.dtype == bool:
         if spec.shape[0] != n_features:
             raise ValueError(f"boolean {parameter} must have {n_features} entries, "
@@ -197,9 +198,21 @@ def _resolve_columns(spec, parameter, n_features, feature_names):
         if np.any((idx < -n_features) | (idx >= n_features)):
             raise ValueError(f"{parameter} indices must lie in [-{n_features}, "
                              f"{n_features}) (negative ones count from the end)")
-        return np.unique(np.where(idx < 0, idx + n_features, idx))
+        return _unique_columns(np.where(idx < 0, idx + n_features, idx), parameter,
+                               feature_names)
     raise TypeError(
         f"{parameter} must be a list of column indices, names or a boolean mask")
+
+
+def _unique_columns(idx, parameter, feature_names):
+    # A column listed twice (directly, or by index and by a negative index)
+    # is a mistake in the list, not a request: say which one.
+    unique, counts = np.unique(idx, return_counts=True)
+    if np.any(counts > 1):
+        twice = [str(feature_names[i]) if feature_names is not None else int(i)
+                 for i in unique[counts > 1]]
+        raise ValueError(f"{parameter} lists column(s) {twice} more than once")
+    return unique
 
 
 def _dtype_is_categorical(dtype):

@@ -1,5 +1,7 @@
 """The preparation room: roles, encoding, weights, pools and bins."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -331,3 +333,18 @@ def test_text_in_an_undeclared_array_column_is_named():
     # Numbers stored as objects are numbers.
     est = CholeskyTreeRegressor(max_depth=1).fit(X[:, [0, 2]], y)
     assert not est.is_categorical_.any()
+
+
+@pytest.mark.parametrize("parameter", ["regression_features", "categorical_features"])
+@pytest.mark.parametrize("spec, named", [([0, 0], "[0]"), ([1, -2], "[1]"),
+                                         (["x", "x"], "['x']")])
+def test_a_column_listed_twice_is_an_error(parameter, spec, named):
+    """[0, 0] (or 1 and -2 of 3 columns) is a slip in the list: it is named."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(np.round(rng.normal(size=(60, 3))), columns=["x", "u", "v"])
+    if not isinstance(spec[0], str):
+        X = X.to_numpy()
+    y = rng.normal(size=60)
+    with pytest.raises(ValueError, match=rf"{parameter} lists column\(s\) "
+                                         rf"{re.escape(named)} more than once"):
+        CLARITreeRegressor(**{parameter: spec}).fit(X, y)
