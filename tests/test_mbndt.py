@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -388,8 +389,15 @@ def test_bad_input(Est):
         Est(n_branches=1).fit(X, y)
     with pytest.raises(ValueError, match="max_depth"):
         Est(max_depth=0).fit(X, y)
-    with pytest.raises(ValueError, match="infinity"):
+    with pytest.raises(ValueError, match=r"infinity in column\(s\) x\[0\], x\[1\], x\[2\]"):
         Est(**FAST).fit(np.where(np.arange(40)[:, None] == 2, np.inf, X), y)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(k=["u", "v"] * 20)
+    frame.loc[5, "b"] = -np.inf
+    with pytest.raises(ValueError, match=r"infinity in column\(s\) 'b';"):
+        Est(**FAST).fit(frame, y)
+    fitted = Est(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match=r"infinity in column\(s\) x\[1\];"):
+        fitted.predict(np.where(np.arange(3) == 1, np.inf, X))
     huge = X.copy()
     huge[:, 0] = np.where(np.arange(40) % 2, 1.7e308, -1.7e308)  # scaling overflows
     with pytest.warns(RuntimeWarning), pytest.raises(ValueError, match="after preprocessing"):

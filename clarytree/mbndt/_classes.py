@@ -18,7 +18,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._preparation import validate_sample_weight
+from .._preparation import _column_name, validate_sample_weight
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
     build_preprocessor,
@@ -31,6 +31,31 @@ from ._preprocess import (
 __all__ = ["MBNDTClassifier", "MBNDTRegressor"]
 
 _MAX_NOMINAL_LEAVES = 2**16
+
+
+def _check_no_infinity(X):
+    """Reject infinite values, naming their columns (NaN means missing)."""
+    if _is_dataframe(X):
+        names = [str(c) for c in X.columns]
+        columns = (X.iloc[:, j].to_numpy() for j in range(X.shape[1]))
+    else:
+        arr = np.asarray(X)
+        if arr.ndim != 2 or arr.dtype.kind not in "fO":
+            return      # integers hold no infinity; shapes are validate_data's job
+        names = None
+        columns = (arr[:, j] for j in range(arr.shape[1]))
+    bad = []
+    for j, col in enumerate(columns):
+        if col.dtype.kind == "O":
+            try:
+                col = np.asarray(col, dtype=np.float64)
+            except (TypeError, ValueError):
+                continue        # a categorical column
+        if col.dtype.kind == "f" and np.isinf(col).any():
+            bad.append(_column_name(names, j))
+    if bad:
+        raise ValueError(f"Input X contains infinity in column(s) {', '.join(bad)}; "
+                         "missing values must be NaN, infinite values are not supported")
 
 
 def _is_dataframe(X):
@@ -111,6 +136,7 @@ class _BaseMBNDT(BaseEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              "target y is None.")
+        _check_no_infinity(X)
         if _is_dataframe(X):
             # y first: validating "no_validation" X would reset the feature names.
             y_checked = validate_data(self, X="no_validation", y=y,
@@ -126,6 +152,7 @@ class _BaseMBNDT(BaseEstimator):
 
     def _validate_predict_input(self, X):
         check_is_fitted(self, "tree_")
+        _check_no_infinity(X)
         if _is_dataframe(X):
             validate_data(self, X, reset=False, skip_check_array=True)
         else:
