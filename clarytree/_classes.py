@@ -183,7 +183,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     counters : dict
         Engine counters: ``n_evaluations`` (candidate splits scored),
         ``n_bulk_sweeps`` and ``n_incremental_sweeps`` (sorted sweeps by
-        route), ``n_refactor`` (downdates replaced by a refactorization).
+        route), ``n_refactor`` (downdates replaced by a refactorization),
+        ``n_factorizations`` (ridge leaf losses computed from packed sums).
     """
     validate_params(estimator)
     route = SearchRoute(route)

@@ -34,6 +34,7 @@ cdef struct CriterionWork:
     double left_yy
     double right_yy
     unsigned long long n_refactor    # downdates that fell back to a refactor
+    unsigned long long n_factorizations  # ridge losses from packed sums (loss)
     void* block                  # the one allocation behind the buffers
 
 

@@ -100,6 +100,7 @@ cdef class RidgeCriterion(Criterion):
     cdef double loss(self, const double* acc, CriterionWork* w) noexcept nogil:
         cdef int info = 0
         cdef double value = packed_ridge_loss(acc, w.ridge, w.R, w.v, w.p, &info)
+        w.n_factorizations += 1
         if info != 0:
             return INFINITY
         return value

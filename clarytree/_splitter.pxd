@@ -103,6 +103,7 @@ cdef struct SplitterWork:
     double* row_stats           # n_stats
     double* acc_missing         # n_stats: the node's missing rows of one feature
     double* acc_alt             # n_stats: a threshold's left child with them
+    double* floor_work          # 2 * n_stats: scratch of _missing_floor
     # Search sums (see Splitter._add_stats_gram): a block's rows' packed
     # statistics, gram_block rows of urow_stride doubles (64-byte aligned,
     # zero beyond n_stats), and urow_stride doubles of scratch.
@@ -132,6 +133,7 @@ cdef struct SplitterWork:
     double* level_tmp_key
     unsigned char* level_left
     double cap                  # see Splitter.best_split_hinted (INFINITY: none)
+    double missing_floor
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
@@ -210,6 +212,8 @@ cdef class Splitter:
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
     cdef Py_ssize_t max_thresholds      # per histogram feature
+    cdef bint missing_bound
+    cdef double[::1] share_ridge
 
     cdef inline Py_ssize_t bin(self, Py_ssize_t row, Py_ssize_t f) noexcept nogil:
         # One predictable branch per read: the width is fixed for a fit.
@@ -311,6 +315,9 @@ cdef class Splitter:
                           Py_ssize_t k, int side) noexcept nogil
     cdef double _known_bound(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,
                              Py_ssize_t count) noexcept nogil
+    cdef double _known_bound_missing(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,
+                                     Py_ssize_t count, double shrink,
+                                     double mfloor) noexcept nogil
     cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
                             Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
                             double* best_left, bint with_missing) noexcept nogil
@@ -326,6 +333,7 @@ cdef class Splitter:
     cdef int _best_missing(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                            Py_ssize_t f, const double* total, const double* hist,
                            SplitRecord* best, double* best_left) noexcept nogil
+    cdef double _missing_floor(self, SplitterWork* w, const double* miss) noexcept nogil
     cdef void _record(self, SplitRecord* best, double* best_left, Py_ssize_t f,
                       Py_ssize_t b, Py_ssize_t n_left, double score,
                       const double* left) noexcept nogil
@@ -347,6 +355,8 @@ cdef class Splitter:
                                 Py_ssize_t* hint) noexcept nogil
     cdef double _hint_cap(self, SplitterWork* w, const double* total, const double* hist,
                           Py_ssize_t f, Py_ssize_t b) noexcept nogil
+    cdef double _missing_cap(self, SplitterWork* w, const double* total,
+                             const double* hist, Py_ssize_t f, Py_ssize_t b) noexcept nogil
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil
     # ``hist``: the node's histogram (read for a wide categorical split only).
     cdef Py_ssize_t partition(self, SplitterWork* w, Py_ssize_t start,

@@ -4,15 +4,16 @@ from enum import IntEnum
 
 import numpy as np
 
-from libc.math cimport INFINITY, NAN, fabs, fmin, isnan
+from libc.float cimport DBL_EPSILON
+from libc.math cimport INFINITY, NAN, fabs, fmax, fmin, isnan, sqrt
 from libc.stdlib cimport calloc, malloc, free, qsort
 from libc.string cimport memcpy, memset
 
 from ._criterion cimport (
-    Criterion, add_row, add_rows, sweep_move_left,
+    Criterion, RidgeCriterion, add_row, add_rows, sweep_move_left,
     sweep_left_loss, sweep_right_loss, sweep_left_stats,
 )
-from ._linalg cimport packed_add_outer
+from ._linalg cimport packed_add_outer, packed_chol_loss
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves, tie_floor,
     MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL, SET_WORDS,
@@ -41,6 +42,17 @@ cdef Py_ssize_t GRAM_MIN_ROWS = 32
 # squared targets: a block is skipped only when its bound exceeds what the
 # tie rule needs by BOUND_SLACK times that sum.
 cdef double BOUND_SLACK = 1e-9
+# A feature with a missing bin: every child with the missing rows M holds
+# them besides present rows S, and loss(S + M) >= (1 - MISSING_SHARE)
+# loss(S) + (M's loss with MISSING_SHARE of the ridge); see _missing_floor.
+cdef double MISSING_SHARE = 1.0 / 1024.0
+
+
+cdef inline bint _beyond(double bound, double best, double cap, bint use_cap,
+                         double floor) noexcept nogil:
+    # Whether scores >= bound cannot matter: above the guess's cap, or not
+    # improving on the incumbent under the tie rule.
+    return (use_cap and bound > cap) or (best < INFINITY and not improves(bound, best, floor))
 
 
 # Bit of a split's ``bin`` that sends the missing rows of a feature with a
@@ -444,6 +456,8 @@ cdef class Splitter:
         self.hist_size = max(offset, 1)
         # Factorizations must cost more than copying a threshold's sums.
         self.bounded_scan = bounded_scan and criterion.q >= GRAM_MIN_Q and offset > 0
+        self.missing_bound = self.bounded_scan and isinstance(criterion, RidgeCriterion)
+        self.share_ridge = np.asarray(criterion.ridge) * MISSING_SHARE
         self.max_thresholds = 1
         for f in range(self.n_features):
             if self.hist_offset[f] >= 0:
@@ -489,7 +503,7 @@ cdef class Splitter:
         w.goes_left = <unsigned char*>malloc(n * sizeof(unsigned char))
         w.bin_counts = <Py_ssize_t*>malloc(
             (self.max_bins + self.n_features) * sizeof(Py_ssize_t))
-        w.acc_left = <double*>malloc(5 * n_stats * sizeof(double))
+        w.acc_left = <double*>malloc(7 * n_stats * sizeof(double))
         # 64 bytes of slack to align the rows' statistics to cache lines.
         w.urows_block = calloc((self.gram_block + 1) * self.urow_stride * sizeof(double)
                                + 64, 1)
@@ -522,6 +536,7 @@ cdef class Splitter:
         w.row_stats = w.acc_left + 2 * n_stats
         w.acc_missing = w.acc_left + 3 * n_stats
         w.acc_alt = w.acc_left + 4 * n_stats
+        w.floor_work = w.acc_left + 5 * n_stats
         w.urows = <double*>((<size_t>w.urows_block + 63) & ~(<size_t>63))
         w.urow_acc = w.urows + self.gram_block * self.urow_stride
         w.gather_perm = w.gather_bins + self.gram_block * self.n_features
@@ -628,6 +643,7 @@ cdef class Splitter:
         w.row_stats = NULL
         w.acc_missing = NULL
         w.acc_alt = NULL
+        w.floor_work = NULL
         w.urows_block = NULL
         w.urows = NULL
         w.urow_acc = NULL
@@ -1234,6 +1250,41 @@ cdef class Splitter:
                 break
         return lower + upper
 
+    cdef double _known_bound_missing(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,
+                                     Py_ssize_t count, double shrink,
+                                     double mfloor) noexcept nogil:
+        # _known_bound for a feature with a missing bin: a lower bound on
+        # both sides' scores of the thresholds a..b from the losses known so
+        # far.  With the missing rows right, the left loss is at least the
+        # nearest known one at or below a and the right loss at least the
+        # nearest known one at or above b, or the present rows' right loss
+        # there plus the missing rows' floor; likewise with them left.
+        cdef Py_ssize_t k
+        cdef double v, lo = 0.0, lo_m = 0.0, up = 0.0, up_m = 0.0
+        for k in range(a, -1, -1):
+            v = w.thr_loss[2 * k]
+            if v < INFINITY:
+                lo = v
+                break
+        for k in range(a, -1, -1):
+            v = w.thr_alt_loss[2 * k]
+            if v < INFINITY:
+                lo_m = v
+                break
+        for k in range(b, count):
+            v = w.thr_alt_loss[2 * k + 1]
+            if v < INFINITY:
+                up = v
+                break
+        for k in range(b, count):
+            v = w.thr_loss[2 * k + 1]
+            if v < INFINITY:
+                up_m = v
+                break
+        lo_m = fmax(lo_m, fmax(lo, shrink * lo + mfloor))
+        up_m = fmax(up_m, fmax(up, shrink * up + mfloor))
+        return fmin(lo + up_m, lo_m + up)
+
     cdef bint _scan_bounded(self, SplitterWork* w, const double* total,
                             Py_ssize_t f, Py_ssize_t count, SplitRecord* best,
                             double* best_left, bint with_missing) noexcept nogil:
@@ -1253,14 +1304,17 @@ cdef class Splitter:
         in ``_missing_side``, and a block's bound is the left loss of its
         first threshold's present rows plus the loss of the present rows
         above its last one (every child in the block holds one of those,
-        whichever side the missing rows take).  When that bound passes, the
-        tighter one that adds the missing rows to one side or the other
-        (the lesser of the two sums) is tried; at single thresholds the
-        other two losses are computed only when the first bound passes.
+        whichever side the missing rows take), raised by what the missing
+        rows add to whichever child holds them (``missing_floor``, see
+        ``_missing_floor``).  At a single threshold these bounds, one per
+        side, come from those two losses; a side's own losses are computed
+        only where that side can still matter, and the left side's not at
+        all when its bound cannot beat the right side under the tie rule
+        (nor the right side's when the left side beats its bound).
         """
         cdef Py_ssize_t a, b, mid, s, side, top = 0
         cdef Py_ssize_t stack[256]
-        cdef double score, lower, upper, slack, score_left, lower_m, upper_m, bound
+        cdef double score, lower, upper, slack, score_left, bound
         cdef double msl = <double>self.min_samples_leaf
         cdef const double* kept
         cdef double* alt = w.acc_alt
@@ -1268,7 +1322,11 @@ cdef class Splitter:
         cdef double floor = tie_floor(total, self.n_stats)
         # A cap from a hinted split (see best_split) prunes what exceeds it.
         cdef double cap = w.cap
-        cdef bint use_cap = cap < INFINITY and not with_missing
+        cdef bint use_cap = cap < INFINITY
+        cdef bint adm_r, adm_l, bounded, dead_r, dead_l
+        cdef double bound_r = 0.0, bound_l = 0.0
+        cdef double mfloor = w.missing_floor if with_missing else 0.0
+        cdef double shrink = 1.0 - MISSING_SHARE
         slack = BOUND_SLACK * fabs(total[self.n_stats - 1])
         stack[0] = 0
         stack[1] = count - 1
@@ -1279,27 +1337,59 @@ cdef class Splitter:
             b = stack[top + 1]
             if a == b and with_missing:
                 w.n_thresholds_scanned += 1
-                if best.score < INFINITY:
+                kept = w.thr_left + a * self.n_stats
+                adm_r = enough_weight(kept[0], msl) and enough_weight(total[0] - kept[0], msl)
+                adm_l = (enough_weight(kept[0] + w.acc_missing[0], msl)
+                         and enough_weight(total[0] - kept[0] - w.acc_missing[0], msl))
+                bounded = best.score < INFINITY or use_cap
+                dead_r = dead_l = False
+                if bounded and _beyond(self._known_bound_missing(w, a, a, count, shrink, mfloor)
+                                       - slack, best.score, cap, use_cap, floor):
+                    w.n_thresholds_skipped += 1
+                    continue
+                if bounded:
                     # Both sides' scores hold its present rows on the left
-                    # and the present rows above it on the right: a bound
-                    # from two of the four losses (reused when it passes).
+                    # and the present rows above it on the right, and the
+                    # missing rows on one side (see missing_floor): bounds
+                    # from two of the four losses (reused when they pass).
                     lower = self._side_loss(w, total, a, 0)
                     upper = self._alt_loss(w, total, a, 1)
                     if not lower < INFINITY:
                         lower = 0.0
                     if not upper < INFINITY:
                         upper = 0.0
-                    if not improves(lower + upper - slack, best.score, floor):
+                    bound_r = fmax(lower + upper, lower + shrink * upper + mfloor) - slack
+                    bound_l = fmax(lower + upper, shrink * lower + upper + mfloor) - slack
+                    dead_r = not adm_r or _beyond(bound_r, best.score, cap, use_cap, floor)
+                    dead_l = not adm_l or _beyond(bound_l, best.score, cap, use_cap, floor)
+                    if dead_r and dead_l:
                         w.n_thresholds_skipped += 1
                         continue
-                kept = w.thr_left + a * self.n_stats
                 score = INFINITY
                 score_left = INFINITY
-                if enough_weight(kept[0], msl) and enough_weight(total[0] - kept[0], msl):
-                    score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
-                if (enough_weight(kept[0] + w.acc_missing[0], msl)
-                        and enough_weight(total[0] - kept[0] - w.acc_missing[0], msl)):
+                if dead_r:
+                    # Only the missing rows on the left can matter: when
+                    # that side wins beyond the tie rule against the right
+                    # side's bound, the right side's score is not needed.
                     score_left = self._alt_loss(w, total, a, 0) + self._alt_loss(w, total, a, 1)
+                    if adm_r and not (score_left < INFINITY
+                                      and improves(score_left, bound_r, floor)):
+                        score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
+                else:
+                    if adm_r:
+                        score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
+                    if bounded and adm_l and (dead_l or (score < INFINITY and not improves(
+                            bound_l, score, floor))):
+                        # The missing rows on the left cannot win the tie
+                        # rule against the right side (which then decides),
+                        # or cannot matter at all.
+                        if dead_l and (score == INFINITY
+                                       or _beyond(score, best.score, cap, use_cap, floor)):
+                            w.n_thresholds_skipped += 1
+                            continue
+                    elif adm_l:
+                        score_left = (self._alt_loss(w, total, a, 0)
+                                      + self._alt_loss(w, total, a, 1))
                 side = 0
                 if improves(score_left, score, floor):
                     score = score_left
@@ -1347,13 +1437,14 @@ cdef class Splitter:
                 # First from losses already known (no factorization): the
                 # nearest left loss at or below a, the nearest right loss
                 # at or above b bound those at a and b from below.
-                if not with_missing:
+                if with_missing:
+                    bound = self._known_bound_missing(w, a, b, count, shrink, mfloor) - slack
+                else:
                     bound = self._known_bound(w, a, b, count) - slack
-                    if (use_cap and bound > cap) or (best.score < INFINITY and not improves(
-                            bound, best.score, floor)):
-                        w.n_thresholds_scanned += b - a + 1
-                        w.n_thresholds_skipped += b - a + 1
-                        continue
+                if _beyond(bound, best.score, cap, use_cap, floor):
+                    w.n_thresholds_scanned += b - a + 1
+                    w.n_thresholds_skipped += b - a + 1
+                    continue
                 # A loss that failed to factorize (INFINITY) bounds nothing.
                 lower = self._side_loss(w, total, a, 0)
                 if with_missing:
@@ -1365,25 +1456,14 @@ cdef class Splitter:
                 if not upper < INFINITY:
                     upper = 0.0
                 bound = lower + upper - slack
+                if with_missing:
+                    bound = fmax(bound, fmin(lower + shrink * upper, shrink * lower + upper)
+                                 + mfloor - slack)
                 if (use_cap and bound > cap) or (best.score < INFINITY and not improves(
                         bound, best.score, floor)):
                     w.n_thresholds_scanned += b - a + 1
                     w.n_thresholds_skipped += b - a + 1
                     continue
-                if with_missing:
-                    # Tighter: each threshold's children also hold the
-                    # missing rows, on one side or the other.
-                    lower_m = self._alt_loss(w, total, a, 0)
-                    upper_m = self._side_loss(w, total, b, 1)
-                    if not lower_m < INFINITY:
-                        lower_m = lower
-                    if not upper_m < INFINITY:
-                        upper_m = upper
-                    if not improves(fmin(lower + upper_m, lower_m + upper) - slack,
-                                    best.score, floor):
-                        w.n_thresholds_scanned += b - a + 1
-                        w.n_thresholds_skipped += b - a + 1
-                        continue
             mid = (a + b) // 2
             stack[top] = mid + 1
             stack[top + 1] = b
@@ -1502,8 +1582,10 @@ cdef class Splitter:
                     self._record(best, best_left, f, b | (side * MISSING_LEFT_BIT),
                                  n_left, score, alt if side else left)
                     found = 1
-            if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left, True):
-                found = 1
+            if n_thr > 0:
+                w.missing_floor = self._missing_floor(w, miss)
+                if self._scan_bounded(w, total, f, n_thr, best, best_left, True):
+                    found = 1
         else:
             rows = w.order + f * self.n_samples + start
             if self.bin(rows[m - 1], f) != nb - 1:
@@ -1537,6 +1619,53 @@ cdef class Splitter:
                 self._record(best, best_left, f, nb - 2, n_left, score, alt)
                 found = 1
         return found
+
+    cdef double _missing_floor(self, SplitterWork* w, const double* miss) noexcept nogil:
+        """A lower bound on what a node's missing rows add to any child's loss.
+
+        For row sets S and M and any 0 < e < 1, splitting the penalty gives
+        loss(S + M) >= loss_{(1-e) ridge}(S) + loss_{e ridge}(M), and
+        loss_{(1-e) ridge}(S) >= (1 - e) loss(S) (the loss is concave in the
+        ridge and nonnegative).  With e = MISSING_SHARE this returns
+        loss_{e ridge}(M) (``miss`` holds M's packed sums), less an
+        allowance for its rounding: the computed loss is the exact one of a
+        perturbed system (Cholesky's backward error), which differs by at
+        most about (q + 1) u (sqrt(yy) + sum_j |beta_j| sqrt(A_jj))^2; 64
+        times that is taken off.  0 when the criterion has no ridge leaves
+        or the factorization fails.
+        """
+        cdef Py_ssize_t p = self.criterion.p, q = p + 1, n_stats = self.n_stats
+        cdef Py_ssize_t i, j, k, ki
+        cdef double* K = w.floor_work
+        cdef double* beta = w.floor_work + n_stats
+        cdef double value, t, spread
+        cdef int info = 0
+        if not self.missing_bound:
+            return 0.0
+        memcpy(K, miss, n_stats * sizeof(double))
+        k = 0
+        for i in range(p):
+            K[k] += self.share_ridge[i]
+            k += q - i
+        value = packed_chol_loss(K, p, &info)
+        w.crit.n_factorizations += 1
+        if info != 0 or not 0.0 < value < INFINITY:
+            return 0.0
+        # The coefficients: R beta = z on the packed factor (row i holds
+        # R[i, i:p] and then z[i]).
+        for i in range(p - 1, -1, -1):
+            ki = i * q - i * (i - 1) // 2
+            t = K[ki + p - i]
+            for j in range(i + 1, p):
+                t -= K[ki + j - i] * beta[j]
+            beta[i] = t / K[ki]
+        spread = sqrt(fabs(miss[n_stats - 1]))
+        k = 0
+        for j in range(p):
+            spread += fabs(beta[j]) * sqrt(fabs(miss[k] + self.share_ridge[j]))
+            k += q - j
+        value -= 64.0 * q * DBL_EPSILON * spread * spread
+        return value if value > 0.0 else 0.0
 
     cdef void _record(self, SplitRecord* best, double* best_left, Py_ssize_t f,
                       Py_ssize_t b, Py_ssize_t n_left, double score,
@@ -1785,7 +1914,10 @@ cdef class Splitter:
         tolerance beats it, so the first such candidate in the order
         becomes the incumbent whatever came before, and nothing above the
         cap displaces it later), and the bounded scan skips blocks whose
-        bound exceeds the cap.
+        bound exceeds the cap.  On a feature with missing rows here, S is
+        the score of the candidate its threshold makes (the missing rows on
+        their better side, whichever side the guess sent them), or of
+        "missing versus present" (see ``_missing_cap``).
         """
         cdef bint found
         w.cap = INFINITY
@@ -1801,17 +1933,21 @@ cdef class Splitter:
     cdef double _hint_cap(self, SplitterWork* w, const double* total, const double* hist,
                           Py_ssize_t f, Py_ssize_t b) noexcept nogil:
         # The cap of best_split_hinted, or INFINITY when (f, b) is not one
-        # of the thresholds best_split keeps for histogram feature f here
+        # of the candidates best_split scores for histogram feature f here
         # (the conditions of its bin scan).
         cdef Py_ssize_t off, nb, last, k, s, n_stats = self.n_stats
         cdef double* left = w.acc_alt
         cdef const double* h
         cdef double score, msl = <double>self.min_samples_leaf
-        if f >= self.n_features or self.categorical[f] or self.missing[f]:
+        if f < 0 or f >= self.n_features or self.categorical[f]:
             return INFINITY
         off = self.hist_offset[f]
         nb = self.n_bins[f]
-        if off < 0 or b < 0 or b >= nb or not enough_weight(total[0], 2.0 * msl):
+        if off < 0 or not enough_weight(total[0], 2.0 * msl):
+            return INFINITY
+        if self.missing[f] and hist[(off + nb - 1) * n_stats] != 0.0:
+            return self._missing_cap(w, total, hist, f, b)
+        if b < 0 or b >= nb:
             return INFINITY
         last = nb - 1
         while last >= 0 and hist[(off + last) * n_stats] == 0.0:
@@ -1831,6 +1967,60 @@ cdef class Splitter:
         if not (0.0 <= score < INFINITY):
             return INFINITY
         return score + 3e-10 * score + 3.0 * tie_floor(total, n_stats)
+
+    cdef double _missing_cap(self, SplitterWork* w, const double* total,
+                             const double* hist, Py_ssize_t f,
+                             Py_ssize_t b) noexcept nogil:
+        # _hint_cap for a histogram feature f with missing rows at the node:
+        # the score of the candidate that _best_missing's bounded scan would
+        # make at the guessed threshold (the missing rows on its better side,
+        # whichever side the guess sent them), or of "missing versus
+        # present", with the scan's very arithmetic and admissibility tests.
+        cdef Py_ssize_t off = self.hist_offset[f], nb = self.n_bins[f], last, k, s
+        cdef Py_ssize_t n_stats = self.n_stats
+        cdef double* left = w.acc_left
+        cdef double* alt = w.acc_alt
+        cdef const double* miss = hist + (off + nb - 1) * n_stats
+        cdef const double* h
+        cdef double score, score_left, floor = tie_floor(total, n_stats)
+        cdef double msl = <double>self.min_samples_leaf
+        if b == nb - 2:
+            # Missing versus present (no threshold of the scan has this bin).
+            for s in range(n_stats):
+                alt[s] = total[s] - miss[s]
+            if not (enough_weight(alt[0], msl) and enough_weight(miss[0], msl)):
+                return INFINITY
+            score = self._children_loss(w, total, alt)
+        else:
+            b = b & ~(<Py_ssize_t>MISSING_LEFT_BIT)
+            last = nb - 2
+            while last >= 0 and hist[(off + last) * n_stats] == 0.0:
+                last -= 1
+            if b < 0 or b >= last or hist[(off + b) * n_stats] == 0.0:
+                return INFINITY
+            memset(left, 0, n_stats * sizeof(double))
+            for k in range(b + 1):
+                h = hist + (off + k) * n_stats
+                if h[0] == 0.0:
+                    continue
+                for s in range(n_stats):
+                    left[s] += h[s]
+            if not enough_weight(total[0] - left[0], msl):
+                return INFINITY     # past the scan's last kept threshold
+            score = INFINITY
+            score_left = INFINITY
+            if enough_weight(left[0], msl) and enough_weight(total[0] - left[0], msl):
+                score = self._children_loss(w, total, left)
+            if (enough_weight(left[0] + miss[0], msl)
+                    and enough_weight(total[0] - left[0] - miss[0], msl)):
+                for s in range(n_stats):
+                    alt[s] = left[s] + miss[s]
+                score_left = self._children_loss(w, total, alt)
+            if improves(score_left, score, floor):
+                score = score_left
+        if not (0.0 <= score < INFINITY):
+            return INFINITY
+        return score + 3e-10 * score + 3.0 * floor
 
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil:
         cdef Py_ssize_t f, total = 0

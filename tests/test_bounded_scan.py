@@ -145,3 +145,68 @@ def test_a_hinted_split_search_finds_the_same_split_whatever_the_hint(exact):
         hints += [(X.shape[1], 0), (-1, 0)]
         for hint in hints:
             assert splitter._best_split(start, end, hint) == plain, hint
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("few", [False, True])
+def test_split_search_with_missing_values_equals_the_plain_scan_whatever_the_hint(
+        few, exact, weighted):
+    """Missing bins: the bounded scan (its bounds with the missing rows' own
+    loss as a floor, and a guessed split's cap) finds what scoring every
+    threshold on both sides of the missing rows finds.
+
+    Guesses: every threshold, with either side of the missing rows, "missing
+    versus present" (the feature's second-to-last bin), and non-thresholds;
+    nodes: the full data, random row subsets, a subset holding most of one
+    feature's missing rows, and small nodes where min_samples_leaf binds.
+    """
+    from clarytree._criterion import RidgeCriterion
+    from clarytree._splitter import MISSING_LEFT, Splitter
+
+    from clarytree import CLARITreeRegressor
+    from clarytree._preparation import Preparation
+
+    X, y = _problem(1500, 11, exact)
+    n = X.shape[0]
+    rng = np.random.default_rng(3)
+    # few: a few missing rows like the others on the decisive x0 (its
+    # thresholds' bounds are then close to their scores); else many, which
+    # differ from the rest (the missing rows' floor is large).  Those of x3
+    # differ from the rest too: their side matters.
+    for f, frac in enumerate((0.02 if few else 0.15, 0.3, 0.05, 0.2)):
+        X[rng.random(n) < frac, f] = np.nan
+    X[:, 4] = X[:, 1]               # missing rows too: its scores tie with x1's
+    y = y + np.where(np.isnan(X[:, 0]), 0.0 if few else 1.5, 0.0)
+    y = y - np.where(np.isnan(X[:, 3]), 0.7, 0.0)
+    w = rng.uniform(0.2, 3.0, size=n) if weighted else None
+    prep = Preparation(n_thresholds=12)
+    data = prep.fit(CLARITreeRegressor(), X, y, w)
+    missing = prep.split_missing()
+    assert missing.tolist() == [1, 1, 1, 1, 1]
+    n_bins = data.n_bins
+    order = np.empty((1, n), dtype=np.int32)
+    nodes = [(0, n, np.arange(n))]
+    for size in (900, 400, 120):
+        nodes.append((0, size, rng.permutation(n)))
+    nan_first = np.argsort(~np.isnan(X[:, 1]), kind="stable")    # x1's missing rows first
+    nodes.append((0, 500, nan_first))
+    nodes.append((0, 60, nan_first))
+    hints = [(f, b) for f in range(X.shape[1]) for b in range(-1, n_bins[f] + 1)]
+    hints += [(f, b | MISSING_LEFT) for f in range(X.shape[1]) for b in range(n_bins[f])]
+    hints += [(X.shape[1], 0), (-1, 0)]
+    n_left_side = 0
+    for start, end, rows in nodes:
+        order[0] = rows
+        crit = RidgeCriterion(data.W, data.ridge)
+        plain = Splitter(data.bins, order.copy(), n_bins, 20, crit, missing=missing,
+                         bounded_scan=False)._best_split(start, end)
+        bounded = Splitter(data.bins, order.copy(), n_bins, 20, crit, missing=missing)
+        assert bounded._best_split(start, end) == plain
+        if plain is None:
+            continue
+        n_left_side += plain[1] >= MISSING_LEFT
+        for hint in hints:
+            assert bounded._best_split(start, end, hint) == plain, hint
+        assert plain[0] != 4        # ties go to the first feature
+    assert n_left_side > 0          # some node sends its missing rows left
