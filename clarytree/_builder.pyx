@@ -79,6 +79,9 @@ def workspace_bytes(Splitter splitter, Py_ssize_t max_depth, bint own_order=True
             + 8 * (block + 1) * ((n_stats + 7) // 8 * 8) + 64
             + 4 * block * (splitter.n_features + 1)
             + 8 * block + 40 * (splitter.max_bins + 1))
+    if block * ((n_stats + 7) // 8 * 8) >= splitter.wide_min:
+        # wide blocks: every histogram feature's bin order at once
+        size += 4 * block * splitter.n_features + 8 * h
     if own_order:
         size += 4 * splitter.n_orders * n
     if splitter.n_swept == 0:

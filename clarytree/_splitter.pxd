@@ -114,6 +114,10 @@ cdef struct SplitterWork:
     int* gather_bins            # gram_block * n_features: the gathered rows' bins
     int* gather_perm            # gram_block: gathered row of each bin-sorted position
     unsigned long long* gather_keys     # gram_block: the gathered rows' keys
+    # Wide blocks (Splitter.wide_min): every histogram feature's bin order
+    # of the block at once, and each bin's end (indexed as the histogram).
+    int* wide_perm              # gram_block * n_features
+    Py_ssize_t* wide_ends       # hist_size
     # One feature's admissible thresholds for the bounded scan: each one's
     # bin (or level set), left row count and left packed sums, and both
     # children's losses once computed (NaN: not yet).
@@ -208,6 +212,7 @@ cdef class Splitter:
     cdef readonly Py_ssize_t n_orders   # order rows kept current by partition
     cdef Py_ssize_t gram_block          # rows per block of the search sums
     cdef Py_ssize_t urow_stride         # n_stats rounded up to 8 (whole cache lines)
+    cdef readonly Py_ssize_t wide_min   # blocks of this many statistics: column ranges
     cdef const long long[::1] urow_index  # AVX-512 rows' products (q <= 16), else None
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
@@ -267,6 +272,11 @@ cdef class Splitter:
                               Py_ssize_t n_rows, double* total, double* hist,
                               unsigned long long* keys, Py_ssize_t skip,
                               bint neg) noexcept nogil
+    cdef void _block_bin_order(self, SplitterWork* w, Py_ssize_t m, Py_ssize_t f,
+                               int* perm, Py_ssize_t* ends) noexcept nogil
+    cdef void _block_bin_keys(self, SplitterWork* w, const int* perm,
+                              const Py_ssize_t* ends, Py_ssize_t nb,
+                              unsigned long long* keys, bint neg) noexcept nogil
     cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          double* total, double* hist,
                          unsigned long long* keys, bint exact) noexcept nogil

@@ -27,10 +27,19 @@ from ._splitter cimport (
 # to the bin once, instead of one update of the bin (n_stats doubles in
 # memory) per row.  That pays once a bin averages a few rows and the rows
 # are wide enough (q = p + 1 >= GRAM_MIN_Q); smaller calls go row by row.
+# A block whose statistics outgrow the core's cache is summed by column
+# ranges, each across all features while it stays cached (WIDE_MIN_DOUBLES):
+# the same adds per element, so the same bits.
 cdef Py_ssize_t GRAM_BLOCK = 2048
 cdef Py_ssize_t GRAM_MIN_Q = 4
 cdef Py_ssize_t GRAM_ROWS_PER_BIN = 4
 cdef Py_ssize_t GRAM_MIN_ROWS = 32
+# Blocks of at least WIDE_MIN_DOUBLES packed statistics (1 MB: half a
+# 2 MB L2) are summed WIDE_COLS columns at a time across all features (see
+# _add_stats_gram); smaller ones feature by feature.  Temperature max (276
+# statistics per row) streamed each block from L3 once per feature.
+cdef Py_ssize_t WIDE_MIN_DOUBLES = 131072
+cdef Py_ssize_t WIDE_COLS = 64
 
 # Bounded threshold scan: a child's ridge loss can only grow when rows are
 # added (for every beta the penalized sum of squares grows; the ridge term
@@ -121,39 +130,45 @@ cdef ct_add_row_fn _add_row_bins = ct_pick_add_row()
 
 cdef extern from *:
     """
-    /* Search sums of one block of rows, per bin: U holds each row's packed
-       statistics (stride S, a multiple of 8 doubles, zero beyond ns);
-       perm lists the block's rows bin by bin, bin b at positions
-       [ends[b - 1], ends[b]).  Each bin's rows are summed into an
-       accumulator (element by element, in perm order, from zero), which
-       is then added to the bin's ns statistics in h.  Every route below
-       does exactly these adds per element, so all give the same bits. */
+    /* Search sums of one block of rows, per bin, of the columns [c0, c1)
+       (multiples of 8, c1 <= S): U holds each row's packed statistics
+       (stride S, a multiple of 8 doubles, zero beyond ns); perm lists the
+       block's rows bin by bin, bin b at positions [ends[b - 1], ends[b]).
+       Each bin's rows are summed into an accumulator (element by element,
+       in perm order, from zero), which is then added to the bin's
+       statistics in h (bin stride ns; columns past ns are padding).  Every
+       route below does exactly these adds per element, and the elements
+       are independent, so all routes and every split of the columns into
+       ranges give the same bits. */
     #define CT_BIN_SUMS_BODY \
-        Py_ssize_t b, j, s, first = 0, last; \
+        Py_ssize_t b, j, s, first = 0, last, e = c1 < ns ? c1 : ns; \
         for (b = 0; b < nb; b++) { \
             last = ends[b]; \
             if (last > first) { \
-                for (s = 0; s < S; s++) acc[s] = 0.0; \
+                for (s = c0; s < c1; s++) acc[s] = 0.0; \
                 for (j = first; j < last; j++) { \
                     const double* u = U + (Py_ssize_t)perm[j] * S; \
-                    for (s = 0; s < S; s++) acc[s] += u[s]; \
+                    for (s = c0; s < c1; s++) acc[s] += u[s]; \
                 } \
                 double* hb = h + b * ns; \
-                for (s = 0; s < ns; s++) hb[s] += acc[s]; \
+                for (s = c0; s < e; s++) hb[s] += acc[s]; \
             } \
             first = last; \
         }
-    typedef void (*ct_bin_sums_fn)(double*, const double*, Py_ssize_t, const int*,
-                                   const Py_ssize_t*, Py_ssize_t, Py_ssize_t, double*);
+    typedef void (*ct_bin_sums_fn)(double*, const double*, Py_ssize_t, Py_ssize_t,
+                                   Py_ssize_t, const int*, const Py_ssize_t*,
+                                   Py_ssize_t, Py_ssize_t, double*);
     static void ct_bin_sums_base(double* restrict h, const double* restrict U,
-                                 Py_ssize_t S, const int* perm, const Py_ssize_t* ends,
+                                 Py_ssize_t S, Py_ssize_t c0, Py_ssize_t c1,
+                                 const int* perm, const Py_ssize_t* ends,
                                  Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
     { CT_BIN_SUMS_BODY }
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
     #include <immintrin.h>
     __attribute__((target("avx2")))
     static void ct_bin_sums_avx2(double* restrict h, const double* restrict U,
-                                 Py_ssize_t S, const int* perm, const Py_ssize_t* ends,
+                                 Py_ssize_t S, Py_ssize_t c0, Py_ssize_t c1,
+                                 const int* perm, const Py_ssize_t* ends,
                                  Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
     { CT_BIN_SUMS_BODY }
     /* AVX-512: up to 64 columns of a bin's sum held in eight registers. */
@@ -196,7 +211,8 @@ cdef extern from *:
     }
     __attribute__((target("avx512f")))
     static void ct_bin_sums_avx512(double* restrict h, const double* restrict U,
-                                   Py_ssize_t S, const int* perm, const Py_ssize_t* ends,
+                                   Py_ssize_t S, Py_ssize_t c0, Py_ssize_t c1,
+                                   const int* perm, const Py_ssize_t* ends,
                                    Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
     {
         Py_ssize_t b, c, first = 0, last, nc;
@@ -204,8 +220,8 @@ cdef extern from *:
         for (b = 0; b < nb; b++) {
             last = ends[b];
             if (last > first) {
-                for (c = 0; c < S; c += 64) {
-                    nc = (S - c) >> 3;
+                for (c = c0; c < c1; c += 64) {
+                    nc = (c1 - c) >> 3;
                     double* hb = h + b * ns + c;
                     const double* Uc = U + c;
                     Py_ssize_t r = ns - c;
@@ -252,6 +268,30 @@ cdef extern from *:
             }
         }
     }
+    /* The same products for any q: per a, w[a] times w[a..q-1], 8 lanes at
+       a time (the last ones masked); the padding past ns is left as it is. */
+    __attribute__((target("avx512f")))
+    static void ct_row_products_any_avx512(double* restrict U, Py_ssize_t S,
+                                           const double* restrict W, Py_ssize_t q,
+                                           const int* rows, Py_ssize_t m) {
+        Py_ssize_t i, a, j, k, len;
+        for (i = 0; i < m; i++) {
+            const double* src = W + (Py_ssize_t)rows[i] * q;
+            double* u = U + i * S;
+            k = 0;
+            for (a = 0; a < q; a++) {
+                __m512d wa = _mm512_set1_pd(src[a]);
+                len = q - a;
+                for (j = 0; j < len; j += 8) {
+                    __mmask8 mk = len - j >= 8 ? (__mmask8)0xFF
+                                               : (__mmask8)((1u << (len - j)) - 1u);
+                    __m512d v = _mm512_maskz_loadu_pd(mk, src + a + j);
+                    _mm512_mask_storeu_pd(u + k + j, mk, _mm512_mul_pd(wa, v));
+                }
+                k += len;
+            }
+        }
+    }
     static int ct_have_avx512(void) {
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") ? 1 : 0;
@@ -268,16 +308,21 @@ cdef extern from *:
     static void ct_row_products_avx512(double* U, Py_ssize_t S, const double* W,
                                        Py_ssize_t q, const int* rows, Py_ssize_t m,
                                        const long long* idx, Py_ssize_t ns) {}
+    static void ct_row_products_any_avx512(double* U, Py_ssize_t S, const double* W,
+                                           Py_ssize_t q, const int* rows, Py_ssize_t m) {}
     #endif
     """
-    ctypedef void (*ct_bin_sums_fn)(double*, const double*, Py_ssize_t, const int*,
-                                    const Py_ssize_t*, Py_ssize_t, Py_ssize_t,
-                                    double*) noexcept nogil
+    ctypedef void (*ct_bin_sums_fn)(double*, const double*, Py_ssize_t, Py_ssize_t,
+                                    Py_ssize_t, const int*, const Py_ssize_t*,
+                                    Py_ssize_t, Py_ssize_t, double*) noexcept nogil
     ct_bin_sums_fn ct_pick_bin_sums() noexcept nogil
     int ct_have_avx512() noexcept nogil
     void ct_row_products_avx512(double* U, Py_ssize_t S, const double* W, Py_ssize_t q,
                                 const int* rows, Py_ssize_t m, const long long* idx,
                                 Py_ssize_t ns) noexcept nogil
+    void ct_row_products_any_avx512(double* U, Py_ssize_t S, const double* W,
+                                    Py_ssize_t q, const int* rows,
+                                    Py_ssize_t m) noexcept nogil
 
 
 cdef ct_bin_sums_fn _bin_sums = ct_pick_bin_sums()
@@ -470,6 +515,9 @@ cdef class Splitter:
                              f"has {order.shape[0]} rows for {self.n_features} features")
         self.gram_block = min(self.n_samples, GRAM_BLOCK)
         self.urow_stride = (self.n_stats + 7) // 8 * 8
+        self.wide_min = WIDE_MIN_DOUBLES
+        if self.gram_block * self.urow_stride < self.wide_min:
+            self.wide_min = self.gram_block * self.urow_stride + 1     # never
         self.urow_index = None
         if _have_avx512 and criterion.q <= 16:
             # Per chunk of 8 packed entries: the indices a, then j, of its
@@ -511,6 +559,12 @@ cdef class Splitter:
         w.gather_bins = <int*>malloc(self.gram_block * (self.n_features + 1) * sizeof(int))
         w.gather_keys = <unsigned long long*>malloc(
             self.gram_block * sizeof(unsigned long long))
+        if self.gram_block * self.urow_stride >= self.wide_min:
+            w.wide_perm = <int*>malloc(self.gram_block * self.n_features * sizeof(int))
+            w.wide_ends = <Py_ssize_t*>malloc(self.hist_size * sizeof(Py_ssize_t))
+            if w.wide_perm == NULL or w.wide_ends == NULL:
+                self.free_work(w)
+                raise MemoryError("could not allocate the splitter's scratch")
         if self.bounded_scan:
             w.thr_bin = <Py_ssize_t*>malloc(2 * self.max_thresholds * sizeof(Py_ssize_t))
             w.thr_left = <double*>malloc(
@@ -551,26 +605,34 @@ cdef class Splitter:
             raise
         return 0
 
-    def _node_stats(self, Py_ssize_t start, Py_ssize_t end, bint exact):
+    def _node_stats(self, Py_ssize_t start, Py_ssize_t end, bint exact, wide_min=None):
         """Statistics of the rows ``order[0, start:end]`` (private; tests).
 
         Returns ``(total, hist, keys)`` as computed by ``node_stats`` with
         the given summation (``exact``: row by row; else the search's).
+        ``wide_min``, if given, replaces the block size (packed statistics)
+        from which the search's sums go by column ranges for this call.
         """
         if not 0 <= start < end <= self.n_samples:
             raise ValueError("need 0 <= start < end <= n_samples")
         cdef SplitterWork w
+        cdef Py_ssize_t own_wide_min = self.wide_min
         total = np.zeros(self.n_stats)
         hist = np.zeros(self.hist_size * self.n_stats)
         keys = np.zeros(self.hist_size, dtype=np.uint64)
         cdef double[::1] tv = total, hv = hist
         cdef unsigned long long[::1] kv = keys
-        self.init_work(&w, False)
+        if wide_min is not None:
+            self.wide_min = max(int(wide_min), 1)
         try:
-            with nogil:
-                self.node_stats(&w, start, end, &tv[0], &hv[0], &kv[0], exact)
+            self.init_work(&w, False)
+            try:
+                with nogil:
+                    self.node_stats(&w, start, end, &tv[0], &hv[0], &kv[0], exact)
+            finally:
+                self.free_work(&w)
         finally:
-            self.free_work(&w)
+            self.wide_min = own_wide_min
         return total, hist.reshape(self.hist_size, self.n_stats), keys
 
     def _best_split(self, Py_ssize_t start, Py_ssize_t end, hint=None):
@@ -621,6 +683,8 @@ cdef class Splitter:
         free(w.gather_pos)
         free(w.gather_bins)
         free(w.gather_keys)
+        free(w.wide_perm)
+        free(w.wide_ends)
         free(w.thr_bin)
         free(w.thr_left)
         free(w.level_perm)
@@ -651,6 +715,8 @@ cdef class Splitter:
         w.gather_bins = NULL
         w.gather_perm = NULL
         w.gather_keys = NULL
+        w.wide_perm = NULL
+        w.wide_ends = NULL
         self.criterion.free_work(&w.crit)
 
     cdef void copy_segment(self, SplitterWork* dst, const SplitterWork* src,
@@ -722,21 +788,19 @@ cdef class Splitter:
         # in place) and one register-held sum per non-empty bin, added to
         # the bin once per block: the bins are written once per block and
         # bin instead of once per row (see _bin_sums).
-        cdef Py_ssize_t i, j, a, k, f, b, t, cnt, row, start = 0, m, nb, first, off
+        cdef Py_ssize_t i, j, a, k, f, g, c, c1, row, start = 0, m, nb, off
         cdef Py_ssize_t q = self.criterion.q, n_stats = self.n_stats
-        cdef Py_ssize_t nf = self.n_features, stride = self.max_bins + 1
+        cdef Py_ssize_t nf = self.n_features
         cdef Py_ssize_t S = self.urow_stride
         cdef const double* W = w.crit.W
         cdef double* U = w.urows
         cdef double* u
-        cdef Py_ssize_t* pos = w.gather_pos
         cdef Py_ssize_t* ends = w.gather_pos + 4 * (self.max_bins + 1)
         cdef int* bb = w.gather_bins
         cdef int* perm = w.gather_perm
         cdef unsigned long long* rk = w.gather_keys
         cdef const double* src
         cdef double wa
-        cdef unsigned long long key
         cdef bint with_hist = self.n_swept < nf
         while start < n_rows:
             m = min(self.gram_block, n_rows - start)
@@ -745,9 +809,11 @@ cdef class Splitter:
             if self.urow_index is not None:
                 ct_row_products_avx512(U, S, W, q, rows + start, m, &self.urow_index[0],
                                        n_stats)
+            elif _have_avx512:
+                ct_row_products_any_avx512(U, S, W, q, rows + start, m)
             for i in range(m):
                 row = rows[start + i]
-                if self.urow_index is None:
+                if not _have_avx512:
                     src = W + row * q
                     u = U + i * S
                     k = 0
@@ -766,44 +832,88 @@ cdef class Splitter:
                 for i in range(m * S):
                     U[i] = -U[i]
             ends[0] = m
-            _bin_sums(total, U, S, perm, ends, 1, n_stats, w.urow_acc)
-            for f in range(nf):
-                off = self.hist_offset[f]
-                if off < 0 or f == skip:
-                    continue
-                nb = self.n_bins[f]
-                # Counting sort of the positions by (bin, i mod 4): four
-                # interleaved tallies and write positions, as runs of one
-                # bin (rows arrive sorted by feature 0) would otherwise
-                # serialize on one counter.  ends[b]: end of bin b.
-                for b in range(4 * stride):
-                    pos[b] = 0
-                for i in range(m):
-                    pos[(i & 3) * stride + bb[i * nf + f]] += 1
-                first = 0
-                for b in range(nb):
-                    for t in range(4):
-                        cnt = pos[t * stride + b]
-                        pos[t * stride + b] = first
-                        first += cnt
-                    ends[b] = first
-                for i in range(m):
-                    b = (i & 3) * stride + bb[i * nf + f]
-                    perm[pos[b]] = <int>i
-                    pos[b] += 1
-                _bin_sums(hist + off * n_stats, U, S, perm, ends, nb, n_stats, w.urow_acc)
-                first = 0
-                for b in range(nb):
-                    if ends[b] > first:
-                        key = 0
-                        for i in range(first, ends[b]):
-                            key += rk[perm[i]]
-                        if neg:
-                            keys[off + b] -= key
-                        else:
-                            keys[off + b] += key
-                    first = ends[b]
+            _bin_sums(total, U, S, 0, S, perm, ends, 1, n_stats, w.urow_acc)
+            if with_hist and m * S >= self.wide_min:
+                # A block larger than the core's cache: the bins of every
+                # feature are summed one column range at a time (each range
+                # of the block's rows stays in cache across the features).
+                # The same adds per element as below, so the same bits.
+                g = 0
+                for f in range(nf):
+                    off = self.hist_offset[f]
+                    if off < 0 or f == skip:
+                        continue
+                    self._block_bin_order(w, m, f, w.wide_perm + g * m, w.wide_ends + off)
+                    self._block_bin_keys(w, w.wide_perm + g * m, w.wide_ends + off,
+                                         self.n_bins[f], keys + off, neg)
+                    g += 1
+                c = 0
+                while c < S:
+                    c1 = min(c + WIDE_COLS, S)
+                    g = 0
+                    for f in range(nf):
+                        off = self.hist_offset[f]
+                        if off < 0 or f == skip:
+                            continue
+                        _bin_sums(hist + off * n_stats, U, S, c, c1, w.wide_perm + g * m,
+                                  w.wide_ends + off, self.n_bins[f], n_stats, w.urow_acc)
+                        g += 1
+                    c = c1
+            elif with_hist:
+                for f in range(nf):
+                    off = self.hist_offset[f]
+                    if off < 0 or f == skip:
+                        continue
+                    nb = self.n_bins[f]
+                    self._block_bin_order(w, m, f, perm, ends)
+                    _bin_sums(hist + off * n_stats, U, S, 0, S, perm, ends, nb, n_stats,
+                              w.urow_acc)
+                    self._block_bin_keys(w, perm, ends, nb, keys + off, neg)
             start += m
+
+    cdef void _block_bin_order(self, SplitterWork* w, Py_ssize_t m, Py_ssize_t f,
+                               int* perm, Py_ssize_t* ends) noexcept nogil:
+        # The block's positions 0..m-1 (their bins in w.gather_bins) sorted
+        # by (bin of f, position mod 4): four interleaved tallies and write
+        # positions, as runs of one bin (rows arrive sorted by feature 0)
+        # would otherwise serialize on one counter.  ends[b]: end of bin b.
+        cdef Py_ssize_t i, b, t, cnt, first = 0, nb = self.n_bins[f]
+        cdef Py_ssize_t nf = self.n_features, stride = self.max_bins + 1
+        cdef Py_ssize_t* pos = w.gather_pos
+        cdef const int* bb = w.gather_bins
+        for b in range(4 * stride):
+            pos[b] = 0
+        for i in range(m):
+            pos[(i & 3) * stride + bb[i * nf + f]] += 1
+        for b in range(nb):
+            for t in range(4):
+                cnt = pos[t * stride + b]
+                pos[t * stride + b] = first
+                first += cnt
+            ends[b] = first
+        for i in range(m):
+            b = (i & 3) * stride + bb[i * nf + f]
+            perm[pos[b]] = <int>i
+            pos[b] += 1
+
+    cdef void _block_bin_keys(self, SplitterWork* w, const int* perm,
+                              const Py_ssize_t* ends, Py_ssize_t nb,
+                              unsigned long long* keys, bint neg) noexcept nogil:
+        # Each non-empty bin's row keys, added to (or, removing, taken from)
+        # its key sum.
+        cdef Py_ssize_t b, i, first = 0
+        cdef unsigned long long key
+        cdef const unsigned long long* rk = w.gather_keys
+        for b in range(nb):
+            if ends[b] > first:
+                key = 0
+                for i in range(first, ends[b]):
+                    key += rk[perm[i]]
+                if neg:
+                    keys[b] -= key
+                else:
+                    keys[b] += key
+            first = ends[b]
 
     cdef void node_stats(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          double* total, double* hist,

@@ -60,6 +60,54 @@ def test_grouped_sums_are_the_row_by_row_sums_up_to_rounding(start, end):
         assert not np.array_equal(h_group, h_exact), "the grouped route did not run"
 
 
+def wide_problem(n, q, seed, integer=False):
+    """A splitter on ``q - 2`` regressors with five pooled features (no sweep)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    pools = [threshold_pool(X[:, f], 20, "quantile") for f in range(5)]
+    bins, order, n_bins = bin_features(X, pools)
+    if integer:
+        # Small integers: every product and every sum is exact in float64.
+        Z = rng.integers(-3, 4, size=(n, q - 2)).astype(float)
+        y = rng.integers(-5, 6, size=n).astype(float)
+    else:
+        Z = rng.normal(size=(n, q - 2))
+        y = Z[:, 0] - Z[:, 1] + rng.normal(size=n)
+    W = np.ascontiguousarray(np.column_stack([np.ones(n), Z, y]))
+    ridge = np.full(q - 1, 1e-3 * n)
+    return Splitter(bins, order, n_bins, 5, RidgeCriterion(W, ridge))
+
+
+@pytest.mark.parametrize("q", [12, 20])
+@pytest.mark.parametrize(("start", "end"), [(0, 4500), (1234, 3900), (4000, 4500)])
+def test_wide_blocks_by_column_ranges_give_the_feature_by_feature_bits(q, start, end):
+    """Summing a block's bins one column range at a time across all features
+    (wide rows) adds the same terms in the same order as feature by feature."""
+    splitter = wide_problem(4500, q, 4)
+    assert splitter.n_stats > 64            # more than one column range
+    by_feature = splitter._node_stats(start, end, False, wide_min=10**12)
+    by_range = splitter._node_stats(start, end, False, wide_min=1)
+    for a, b in zip(by_feature, by_range, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Full blocks of 2048 rows (1 MB of statistics or more) take the column
+    # ranges by default; narrow rows (q = 6: 24 doubles a row) never do.
+    assert splitter.wide_min <= 2048 * ((splitter.n_stats + 7) // 8 * 8)
+    assert wide_problem(300, 6, 4).wide_min > 300 * 24
+    assert wide_problem(4500, 6, 4).wide_min > 2048 * 24
+
+
+@pytest.mark.parametrize("q", [6, 12, 20])
+@pytest.mark.parametrize("wide_min", [None, 1])
+def test_grouped_sums_of_exact_products_are_the_row_by_row_bits(q, wide_min):
+    """With small-integer statistics no sum rounds: the grouped routes (and
+    their vectorized row products, q <= 16 or not) must give the exact sums."""
+    splitter = wide_problem(4500, q, 5, integer=True)
+    exact = splitter._node_stats(0, 4500, True)
+    grouped = splitter._node_stats(0, 4500, False, wide_min=wide_min)
+    for a, b in zip(exact, grouped, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_without_grouping_and_for_constant_leaves_the_sums_are_bitwise_equal():
     make, W, ridge, bins, order, n_bins = problem(3000, 1)
     plain = Splitter(bins, order, n_bins, 5, make(W, ridge), grouped_sums=False)
