@@ -22,6 +22,7 @@ cdef struct CriterionWork:
     # Scratch of loss / coef.
     double* R                    # p * p
     double* v                    # p
+    double* pair                 # packed_pair_size(p), 16-byte aligned: loss_pair
     # Incremental sweep: rank-one factors of the left and right children,
     # kept current while rows cross a moving threshold.
     double* left_R               # p * p
@@ -51,6 +52,9 @@ cdef class Criterion:
     cdef void free_work(self, CriterionWork* w) noexcept nogil
 
     cdef double loss(self, const double* acc, CriterionWork* w) noexcept nogil
+    # loss of two statistics vectors (out[0], out[1]), bitwise as two calls.
+    cdef void loss_pair(self, const double* acc0, const double* acc1, CriterionWork* w,
+                        double* out) noexcept nogil
     cdef void coef(self, const double* acc, double* beta,
                    CriterionWork* w) noexcept nogil
 

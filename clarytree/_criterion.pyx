@@ -9,6 +9,7 @@ from libc.string cimport memcpy, memset
 from ._linalg cimport (
     chol_update, chol_downdate, chol_factor, solve_rt, sum_squares,
     packed_size, packed_add_outer, packed_ridge_loss, packed_ridge_coef,
+    packed_pair_size, packed_ridge_loss_pair,
 )
 
 # A downdate whose result is this close to singular is replaced by a fresh
@@ -61,14 +62,27 @@ cdef class Criterion:
         w.work = w.v + 3 * p            # 4 p
         w.left_acc = w.v + 7 * p
         w.total = w.left_acc + n_stats
+        # Its own allocation: malloc aligns it for the paired kernel.
+        w.pair = <double*>malloc(packed_pair_size(p) * sizeof(double))
+        if w.pair == NULL:
+            free(block)
+            w.block = NULL
+            raise MemoryError("could not allocate the criterion's scratch")
         return 0
 
     cdef void free_work(self, CriterionWork* w) noexcept nogil:
         free(w.block)
+        free(w.pair)
         w.block = NULL
+        w.pair = NULL
 
     cdef double loss(self, const double* acc, CriterionWork* w) noexcept nogil:
         return 0.0
+
+    cdef void loss_pair(self, const double* acc0, const double* acc1, CriterionWork* w,
+                        double* out) noexcept nogil:
+        out[0] = self.loss(acc0, w)
+        out[1] = self.loss(acc1, w)
 
     cdef void coef(self, const double* acc, double* beta,
                    CriterionWork* w) noexcept nogil:
@@ -104,6 +118,16 @@ cdef class RidgeCriterion(Criterion):
         if info != 0:
             return INFINITY
         return value
+
+    cdef void loss_pair(self, const double* acc0, const double* acc1, CriterionWork* w,
+                        double* out) noexcept nogil:
+        # Both eliminations side by side (see packed_ridge_loss_pair).
+        cdef int info[2]
+        packed_ridge_loss_pair(acc0, acc1, w.ridge, w.R, w.v, w.pair, w.p, out, info)
+        if info[0] != 0:
+            out[0] = INFINITY
+        if info[1] != 0:
+            out[1] = INFINITY
 
     cdef void coef(self, const double* acc, double* beta,
                    CriterionWork* w) noexcept nogil:

@@ -35,6 +35,13 @@ cdef double packed_ridge_loss(const double* acc, const double* ridge,
                               double* R, double* z, Py_ssize_t p,
                               int* info) noexcept nogil
 
+cdef Py_ssize_t packed_pair_size(Py_ssize_t p) noexcept nogil
+
+cdef void packed_ridge_loss_pair(const double* acc0, const double* acc1,
+                                 const double* ridge, double* R, double* z,
+                                 double* pair, Py_ssize_t p, double* loss,
+                                 int* info) noexcept nogil
+
 cdef void packed_ridge_coef(const double* acc, const double* ridge,
                             double* R, double* beta, Py_ssize_t p,
                             int* info) noexcept nogil

@@ -257,6 +257,122 @@ cdef inline void _unpack_system(const double* acc, const double* ridge,
         k += q - i
 
 
+cdef extern from *:
+    """
+    /* Two ridge losses at once: the elimination of packed_chol_loss on two
+       systems side by side, system 0 in lane 0 and system 1 in lane 1 of
+       each two-double vector.  Each lane gets exactly the scalar route's
+       operations in its order (a multiply, then a subtract, never fused:
+       the module is compiled with -ffp-contract=off; correctly rounded
+       divides and square roots), so each loss has the scalar route's bits,
+       while the two dependency chains (square root, divides, updates of
+       the next pivot row) overlap.  Returns 0 when a pivot of either system
+       is not positive or not finite: the caller then takes the scalar route
+       for both, which also reports the failing pivot. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define CT_HAVE_PAIR 1
+    typedef double ct_v2d __attribute__((vector_size(16)));
+    static inline int ct_pivot_pair(ct_v2d* row, Py_ssize_t length) {
+        ct_v2d d = row[0];
+        Py_ssize_t c;
+        if (!(d[0] > 0.0) || !isfinite(d[0]) || !(d[1] > 0.0) || !isfinite(d[1]))
+            return 0;
+        d[0] = sqrt(d[0]);
+        d[1] = sqrt(d[1]);
+        row[0] = d;
+        for (c = 1; c < length; c++) row[c] = row[c] / d;
+        return 1;
+    }
+    static int ct_chol_loss_pair(ct_v2d* work, Py_ssize_t p, double* loss) {
+        Py_ssize_t q = p + 1, i = 0, j, col, ki = 0, kj, length;
+        ct_v2d a, b, zi, s = {0.0, 0.0};
+        ct_v2d *r0, *r1, *rowj;
+        while (i < p) {
+            r0 = work + ki;
+            length = q - i;
+            if (!ct_pivot_pair(r0, length)) return 0;
+            if (i + 1 == p) { ki += length; i += 1; continue; }
+            r1 = r0 + length;
+            a = r0[1];
+            for (col = 1; col < length; col++) r1[col - 1] = r1[col - 1] - a * r0[col];
+            if (!ct_pivot_pair(r1, length - 1)) return 0;
+            kj = ki + 2 * length - 1;
+            for (j = 2; j < length - 1; j++) {
+                a = r0[j];
+                b = r1[j - 1];
+                rowj = work + kj;
+                for (col = j; col < length; col++)
+                    rowj[col - j] = (rowj[col - j] - a * r0[col]) - b * r1[col - 1];
+                kj += length - j;
+            }
+            ki += 2 * length - 1;
+            i += 2;
+        }
+        ki = 0;
+        for (i = 0; i < p; i++) {
+            zi = work[ki + q - i - 1];
+            s = s + zi * zi;
+            ki += q - i;
+        }
+        loss[0] = work[ki][0] - s[0];
+        loss[1] = work[ki][1] - s[1];
+        return 1;
+    }
+    /* Interleave two packed systems into work (2 n doubles, 16-byte
+       aligned), the ridge added to the diagonal as packed_ridge_loss does,
+       and eliminate. */
+    static int ct_ridge_loss_pair(double* work, const double* acc0, const double* acc1,
+                                  const double* ridge, Py_ssize_t p, double* loss) {
+        Py_ssize_t q = p + 1, n = q * (q + 1) / 2, i, k = 0;
+        ct_v2d* w = (ct_v2d*)work;
+        for (i = 0; i < n; i++) {
+            w[i][0] = acc0[i];
+            w[i][1] = acc1[i];
+        }
+        for (i = 0; i < p; i++) {
+            w[k][0] += ridge[i];
+            w[k][1] += ridge[i];
+            k += q - i;
+        }
+        return ct_chol_loss_pair(w, p, loss);
+    }
+    #else
+    #define CT_HAVE_PAIR 0
+    static int ct_ridge_loss_pair(double* work, const double* acc0, const double* acc1,
+                                  const double* ridge, Py_ssize_t p, double* loss) {
+        return 0;
+    }
+    #endif
+    """
+    int CT_HAVE_PAIR
+    int ct_ridge_loss_pair(double* work, const double* acc0, const double* acc1,
+                           const double* ridge, Py_ssize_t p, double* loss) noexcept nogil
+
+
+cdef Py_ssize_t packed_pair_size(Py_ssize_t p) noexcept nogil:
+    """Doubles of scratch ``packed_ridge_loss_pair`` needs (16-byte aligned)."""
+    return (p + 1) * (p + 2)
+
+
+cdef void packed_ridge_loss_pair(const double* acc0, const double* acc1,
+                                 const double* ridge, double* R, double* z,
+                                 double* pair, Py_ssize_t p, double* loss,
+                                 int* info) noexcept nogil:
+    """``packed_ridge_loss`` of two systems: ``loss[k]``, ``info[k]`` for ``acc_k``.
+
+    ``pair`` is scratch of ``packed_pair_size(p)`` doubles, 16-byte aligned
+    (as ``malloc`` returns); ``R`` and ``z`` are ``packed_ridge_loss``'s.
+    The two eliminations run side by side (same bits as one at a time);
+    small systems, and any pair with a failing pivot, go one at a time.
+    """
+    info[0] = 0
+    info[1] = 0
+    if CT_HAVE_PAIR and p >= 4 and ct_ridge_loss_pair(pair, acc0, acc1, ridge, p, loss):
+        return
+    loss[0] = packed_ridge_loss(acc0, ridge, R, z, p, &info[0])
+    loss[1] = packed_ridge_loss(acc1, ridge, R, z, p, &info[1])
+
+
 cdef inline bint _pivot(double* row, Py_ssize_t length, int* info,
                         Py_ssize_t i) noexcept nogil:
     # Square-root pivot of a packed row (its diagonal first) and division of
@@ -582,6 +698,33 @@ def packed_loss(acc, ridge):
     with nogil:
         loss = packed_ridge_loss(&accv[0], &rv[0], &R[0], &z[0], p, &info)
     return loss, int(info)
+
+
+def packed_loss_pair(acc0, acc1, ridge):
+    """``packed_loss`` of two systems through the side-by-side kernel.
+
+    Returns ``((loss0, info0), (loss1, info1))``, which must be bitwise what
+    ``packed_loss`` gives for each system alone.
+    """
+    acc0 = np.ascontiguousarray(acc0, dtype=np.float64)
+    acc1 = np.ascontiguousarray(acc1, dtype=np.float64)
+    ridge = np.ascontiguousarray(ridge, dtype=np.float64)
+    if acc0.ndim != 1 or acc1.ndim != 1 or ridge.ndim != 1 or ridge.shape[0] < 1:
+        raise ValueError("acc0, acc1 and ridge must be 1-d, ridge non-empty")
+    cdef Py_ssize_t p = ridge.shape[0]
+    if acc0.shape[0] != packed_size(p + 1) or acc1.shape[0] != packed_size(p + 1):
+        raise ValueError(f"acc0 and acc1 must have (p + 1)(p + 2) / 2 = "
+                         f"{packed_size(p + 1)} entries for p = {p}")
+    cdef double[::1] a0 = acc0, a1 = acc1, rv = ridge
+    cdef double[::1] R = np.empty(p * p), z = np.empty(p)
+    # float64 arrays from numpy are 16-byte aligned.
+    cdef double[::1] pair = np.empty(packed_pair_size(p))
+    cdef double loss[2]
+    cdef int info[2]
+    with nogil:
+        packed_ridge_loss_pair(&a0[0], &a1[0], &rv[0], &R[0], &z[0], &pair[0], p,
+                               loss, info)
+    return (loss[0], int(info[0])), (loss[1], int(info[1]))
 
 
 def packed_gram(X, acc=None):

@@ -321,6 +321,8 @@ cdef class Splitter:
                               Py_ssize_t n_left, const double* left) noexcept nogil
     cdef double _side_loss(self, SplitterWork* w, const double* total,
                            Py_ssize_t k, int side) noexcept nogil
+    cdef void _pair_losses(self, SplitterWork* w, const double* total,
+                           Py_ssize_t a, Py_ssize_t b) noexcept nogil
     cdef double _alt_loss(self, SplitterWork* w, const double* total,
                           Py_ssize_t k, int side) noexcept nogil
     cdef double _known_bound(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,

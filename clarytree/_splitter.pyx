@@ -1313,6 +1313,24 @@ cdef class Splitter:
         w.thr_loss[2 * k + side] = value
         return value
 
+    cdef void _pair_losses(self, SplitterWork* w, const double* total,
+                           Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        # Threshold a's left loss and threshold b's right loss, when neither
+        # is known, by one side-by-side factorization of both (the bits of
+        # _side_loss, at about 0.7 times the time of two): the bounded scan
+        # needs such pairs at each block and at each halving.
+        cdef Py_ssize_t s
+        cdef double* right = w.acc_right
+        cdef const double* left = w.thr_left + a * self.n_stats
+        cdef const double* upto_b = w.thr_left + b * self.n_stats
+        cdef double out[2]
+        if isnan(w.thr_loss[2 * a]) and isnan(w.thr_loss[2 * b + 1]):
+            for s in range(self.n_stats):
+                right[s] = total[s] - upto_b[s]
+            self.criterion.loss_pair(left, right, &w.crit, out)
+            w.thr_loss[2 * a] = out[0]
+            w.thr_loss[2 * b + 1] = out[1]
+
     cdef double _alt_loss(self, SplitterWork* w, const double* total,
                           Py_ssize_t k, int side) noexcept nogil:
         # With a missing bin: threshold k's left (side 0: its present rows
@@ -1556,6 +1574,8 @@ cdef class Splitter:
                     w.n_thresholds_skipped += b - a + 1
                     continue
                 # A loss that failed to factorize (INFINITY) bounds nothing.
+                if not with_missing:
+                    self._pair_losses(w, total, a, b)
                 lower = self._side_loss(w, total, a, 0)
                 if with_missing:
                     upper = self._alt_loss(w, total, b, 1)
@@ -1575,6 +1595,10 @@ cdef class Splitter:
                     w.n_thresholds_skipped += b - a + 1
                     continue
             mid = (a + b) // 2
+            if not with_missing:
+                # The halves' bounds need the left loss at mid + 1 and the
+                # right one at mid: factorized together (see _pair_losses).
+                self._pair_losses(w, total, mid + 1, mid)
             stack[top] = mid + 1
             stack[top + 1] = b
             stack[top + 2] = a
@@ -1589,10 +1613,11 @@ cdef class Splitter:
         cdef Py_ssize_t s
         cdef double* right = w.acc_right
         cdef double score
+        cdef double losses[2]
         for s in range(self.n_stats):
             right[s] = total[s] - left[s]
-        score = (self.criterion.loss(left, &w.crit)
-                 + self.criterion.loss(right, &w.crit))
+        self.criterion.loss_pair(left, right, &w.crit, losses)
+        score = losses[0] + losses[1]
         if improves(score, best.score, tie_floor(total, self.n_stats)):
             best.score = score
             best.feature = f
@@ -1607,10 +1632,11 @@ cdef class Splitter:
         # The arithmetic of _consider: right = total - left, then both losses.
         cdef Py_ssize_t s
         cdef double* right = w.acc_right
+        cdef double losses[2]
         for s in range(self.n_stats):
             right[s] = total[s] - left[s]
-        return (self.criterion.loss(left, &w.crit)
-                + self.criterion.loss(right, &w.crit))
+        self.criterion.loss_pair(left, right, &w.crit, losses)
+        return losses[0] + losses[1]
 
     cdef int _missing_side(self, SplitterWork* w, const double* total,
                            const double* left, const double* miss, double msl,

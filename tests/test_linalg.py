@@ -42,6 +42,7 @@ from clarytree._linalg import (
     cholesky_factor,
     packed_gram,
     packed_loss,
+    packed_loss_pair,
     packed_ridge,
     solve_triangular_rt,
 )
@@ -578,6 +579,30 @@ def test_packed_loss_is_bitwise_the_unpacked_route(case, n_rows):
     scale = augmented_trace(Z, y, ridge)
     dM = (p + 1) * U * max(n_rows, 1) * scale
     assert abs(loss - loss_ref) <= C_LOSS * dM * (1.0 + beta_ref @ beta_ref)
+
+
+@PROPERTY
+@given(case=designs(), n_rows=st.integers(0, 60), other_rows=st.integers(0, 60),
+       fail=st.sampled_from([None, 0, 1]))
+def test_paired_losses_are_bitwise_those_of_one_at_a_time(case, n_rows, other_rows, fail):
+    """Two systems factorized side by side give each one's loss and failure alone.
+
+    The splitter scores a threshold block's two children through the paired
+    kernel; every loss must be exactly ``packed_loss``'s, also when one of
+    the two systems has a non-positive pivot (``fail``: which one).
+    """
+    design, rng = case
+    accs = []
+    for n in (n_rows, other_rows):
+        Z, y = design.rows(rng, n)
+        Wz = np.column_stack([Z, y])
+        accs.append(pack_upper(Wz.T @ Wz))
+    if fail is not None:
+        accs[fail][0] = -1.0 - 2.0 * design.ridge[0]     # its first pivot
+    pair = packed_loss_pair(accs[0], accs[1], design.ridge)
+    assert pair == (packed_loss(accs[0], design.ridge), packed_loss(accs[1], design.ridge))
+    if fail is not None:
+        assert pair[fail] == (0.0, 1)
 
 
 @pytest.mark.parametrize("p", [1, 3, 4, 7])
