@@ -908,8 +908,9 @@ cdef class TreeBuilder:
         cdef ChildCache* ways = &ws.child_cache[side * CHILD_CACHE_WAYS]
         cdef ChildCache* cache = NULL
         cdef Py_ssize_t d = depth + 1, n_stats = self.ctx.n_stats, h = self.ctx.hist_size
-        cdef Py_ssize_t moved = -1, k
+        cdef Py_ssize_t moved = -1, k, n_missing = 0
         cdef bint plain = not self.splitter.categorical[feature]
+        cdef double sign = 1.0 if side == 0 else -1.0
         ws.child_cache_clock += 1
         # The way holding this split, else the least recently used one.
         for k in range(CHILD_CACHE_WAYS):
@@ -921,15 +922,23 @@ cdef class TreeBuilder:
             for k in range(1, CHILD_CACHE_WAYS):
                 if not ways[k].valid or (cache.valid and ways[k].used < cache.used):
                     cache = &ways[k]
-        elif cache.gen == carry.gen and cache.with_missing == carry.with_missing:
-            # (Where the carried candidates differ in their missing rows'
-            # side, those rows moved too: start afresh.)
+        elif cache.gen == carry.gen:
             moved = carry.pos - cache.pos
+            if cache.with_missing != carry.with_missing:
+                # The carried candidates differ in their missing rows'
+                # side: those rows (last of the carried ones) moved too.
+                n_missing = carry.n_rows - carry.missing_start
         cache.used = ws.child_cache_clock
-        if plain and 0 <= moved < min(mid - start, end - mid):
+        if plain and 0 <= moved and moved + n_missing < min(mid - start, end - mid):
             self.splitter.add_rows_going_left(
                 &ws.sw, carry.rows + cache.pos, moved, feature, bin,
-                1.0 if side == 0 else -1.0, cache.total, cache.hist, cache.keys)
+                sign, cache.total, cache.hist, cache.keys)
+            if n_missing > 0:
+                self.splitter.add_rows_going_left(
+                    &ws.sw, carry.rows + carry.missing_start, n_missing, feature, bin,
+                    sign if carry.with_missing else -sign, cache.total, cache.hist,
+                    cache.keys)
+                cache.with_missing = carry.with_missing
             cache.pos = carry.pos
             memcpy(self.ctx.total(ws, d, 0), cache.total, n_stats * sizeof(double))
             memcpy(self.ctx.hist(ws, d, 0), cache.hist, h * n_stats * sizeof(double))

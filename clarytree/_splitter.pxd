@@ -152,6 +152,8 @@ cdef struct CarryState:
     Py_ssize_t bin              # last threshold added
     Py_ssize_t pos              # rows of ``rows`` already added
     int* rows                   # node's rows sorted by bin of ``feature`` (m)
+    Py_ssize_t n_rows           # m
+    Py_ssize_t missing_start    # a feature with a missing bin: its first missing row
     unsigned long long gen      # which sort of ``rows`` (unique per SplitterWork)
     # Features with a missing bin (the builder points these at per-depth
     # slots of (n_stats, hist_size * n_stats, hist_size) values when the

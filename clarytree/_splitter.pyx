@@ -1005,8 +1005,11 @@ cdef class Splitter:
             w.n_sorts += 1
             state.gen = w.n_sorts
             state.with_missing = False
+            state.n_rows = m
+            state.missing_start = m
             if self.missing[f]:
                 lo = self._bin_end(state.rows, m, f, self.n_bins[f] - 2, 0)
+                state.missing_start = lo
                 self.clear_stats(state.missing_total, state.missing_hist,
                                  state.missing_keys)
                 self.add_stats(w, state.rows + lo, m - lo, state.missing_total,
@@ -2332,16 +2335,27 @@ cdef class Splitter:
         feature searched by histograms, where a node's rows may come in any
         order) copying them is the partition, without reading the bins.
         The children's rows then come in that order, which only the
-        search's sums see (rounding).  Returns the split index, or -1 where
-        this does not apply (level sets, missing bins, swept features):
-        then ``partition`` does the work.
+        search's sums see (rounding).  A feature with a missing bin has its
+        missing rows last: a candidate sending them left takes the prefix,
+        then them, then the rest.  Returns the split index, or -1 where
+        this does not apply (level sets, swept features): then
+        ``partition`` does the work.
         """
-        cdef Py_ssize_t f = cand.feature
-        if (self.n_orders != 1 or self.categorical[f] or self.missing[f]
-                or state.feature != f or state.bin != cand.bin):
+        cdef Py_ssize_t f = cand.feature, b = cand.bin, m = end - start, mp
+        if self.missing[f]:
+            b = b & ~(<Py_ssize_t>MISSING_LEFT_BIT)
+        if (self.n_orders != 1 or self.categorical[f]
+                or state.feature != f or state.bin != b):
             return -1
-        memcpy(w.order + start, state.rows, (end - start) * sizeof(int))
-        return start + state.pos
+        if b == cand.bin:
+            memcpy(w.order + start, state.rows, m * sizeof(int))
+            return start + state.pos
+        mp = self._bin_end(state.rows, m, f, self.n_bins[f] - 2, state.pos)
+        memcpy(w.order + start, state.rows, state.pos * sizeof(int))
+        memcpy(w.order + start + state.pos, state.rows + mp, (m - mp) * sizeof(int))
+        memcpy(w.order + start + state.pos + m - mp, state.rows + state.pos,
+               (mp - state.pos) * sizeof(int))
+        return start + state.pos + m - mp
 
     cdef void save(self, const SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                    int* buffer) noexcept nogil:

@@ -439,12 +439,14 @@ cdef class Tree:
                 node = 0
                 while True:
                     for k in range(n_feat):
+                        # A missing value (NaN) compares false: it bounds
+                        # nothing.  Selects, not branches: a tenth of the
+                        # values missing at random would be mispredicted.
                         x = Xv[i, fv[k]]
-                        if not isnan(x):
-                            if x < lo[node, fv[k]]:
-                                lo[node, fv[k]] = x
-                            if x > hi[node, fv[k]]:
-                                hi[node, fv[k]] = x
+                        t = lo[node, fv[k]]
+                        lo[node, fv[k]] = x if x < t else t
+                        t = hi[node, fv[k]]
+                        hi[node, fv[k]] = x if x > t else t
                     if yv[i] < ylo[node]:
                         ylo[node] = yv[i]
                     if yv[i] > yhi[node]:
