@@ -124,6 +124,7 @@ cdef class RidgeCriterion(Criterion):
         # Both eliminations side by side (see packed_ridge_loss_pair).
         cdef int info[2]
         packed_ridge_loss_pair(acc0, acc1, w.ridge, w.R, w.v, w.pair, w.p, out, info)
+        w.n_factorizations += 2
         if info[0] != 0:
             out[0] = INFINITY
         if info[1] != 0:

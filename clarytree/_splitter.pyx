@@ -1334,6 +1334,42 @@ cdef class Splitter:
             w.thr_loss[2 * a] = out[0]
             w.thr_loss[2 * b + 1] = out[1]
 
+    cdef double* _child_sums(self, SplitterWork* w, const double* total, Py_ssize_t k,
+                             int which, double* buf) noexcept nogil:
+        # Packed sums of one child of kept threshold k of a feature with a
+        # missing bin (which: 0 left, 1 right, 2 left with the missing rows,
+        # 3 right without them), with the arithmetic of _side_loss and
+        # _alt_loss; in ``buf`` unless it is the kept sums themselves.
+        cdef Py_ssize_t s
+        cdef const double* left = w.thr_left + k * self.n_stats
+        if which == 0:
+            return <double*>left
+        for s in range(self.n_stats):
+            if which == 1:
+                buf[s] = total[s] - left[s]
+            elif which == 2:
+                buf[s] = left[s] + w.acc_missing[s]
+            else:
+                buf[s] = total[s] - (left[s] + w.acc_missing[s])
+        return buf
+
+    cdef void _pair_missing(self, SplitterWork* w, const double* total, Py_ssize_t a,
+                            int which_a, Py_ssize_t b, int which_b) noexcept nogil:
+        # _pair_losses for a feature with a missing bin: two of its children's
+        # losses (see _child_sums) side by side, when neither is known.
+        cdef double* slot_a = (w.thr_loss if which_a < 2 else w.thr_alt_loss) + (
+            2 * a + (which_a & 1))
+        cdef double* slot_b = (w.thr_loss if which_b < 2 else w.thr_alt_loss) + (
+            2 * b + (which_b & 1))
+        cdef double out[2]
+        if isnan(slot_a[0]) and isnan(slot_b[0]):
+            self.criterion.loss_pair(
+                self._child_sums(w, total, a, which_a, w.floor_work),
+                self._child_sums(w, total, b, which_b, w.floor_work + self.n_stats),
+                &w.crit, out)
+            slot_a[0] = out[0]
+            slot_b[0] = out[1]
+
     cdef double _alt_loss(self, SplitterWork* w, const double* total,
                           Py_ssize_t k, int side) noexcept nogil:
         # With a missing bin: threshold k's left (side 0: its present rows
@@ -1483,6 +1519,7 @@ cdef class Splitter:
                     # and the present rows above it on the right, and the
                     # missing rows on one side (see missing_floor): bounds
                     # from two of the four losses (reused when they pass).
+                    self._pair_missing(w, total, a, 0, a, 3)
                     lower = self._side_loss(w, total, a, 0)
                     upper = self._alt_loss(w, total, a, 1)
                     if not lower < INFINITY:
@@ -1507,6 +1544,9 @@ cdef class Splitter:
                                       and improves(score_left, bound_r, floor)):
                         score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
                 else:
+                    if adm_r and adm_l and not dead_l:
+                        # Both sides' own losses are (nearly always) needed.
+                        self._pair_missing(w, total, a, 1, a, 2)
                     if adm_r:
                         score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
                     if bounded and adm_l and (dead_l or (score < INFINITY and not improves(
@@ -1577,7 +1617,9 @@ cdef class Splitter:
                     w.n_thresholds_skipped += b - a + 1
                     continue
                 # A loss that failed to factorize (INFINITY) bounds nothing.
-                if not with_missing:
+                if with_missing:
+                    self._pair_missing(w, total, a, 0, b, 3)
+                else:
                     self._pair_losses(w, total, a, b)
                 lower = self._side_loss(w, total, a, 0)
                 if with_missing:
@@ -1598,9 +1640,12 @@ cdef class Splitter:
                     w.n_thresholds_skipped += b - a + 1
                     continue
             mid = (a + b) // 2
-            if not with_missing:
-                # The halves' bounds need the left loss at mid + 1 and the
-                # right one at mid: factorized together (see _pair_losses).
+            # The halves' bounds need the left loss at mid + 1 and the
+            # right one at mid (present rows only with a missing bin):
+            # factorized together (see _pair_losses).
+            if with_missing:
+                self._pair_missing(w, total, mid + 1, 0, mid, 3)
+            else:
                 self._pair_losses(w, total, mid + 1, mid)
             stack[top] = mid + 1
             stack[top + 1] = b
