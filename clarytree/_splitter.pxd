@@ -351,6 +351,7 @@ cdef class Splitter:
     cdef int _best_missing(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                            Py_ssize_t f, const double* total, const double* hist,
                            SplitRecord* best, double* best_left) noexcept nogil
+    cdef double _present_bound(self, SplitterWork* w, Py_ssize_t count) noexcept nogil
     cdef double _missing_floor(self, SplitterWork* w, const double* miss) noexcept nogil
     cdef void _record(self, SplitRecord* best, double* best_left, Py_ssize_t f,
                       Py_ssize_t b, Py_ssize_t n_left, double score,

@@ -1793,16 +1793,36 @@ cdef class Splitter:
                                  i + 1 + side * (m - mp), score, alt if side else left)
                     found = 1
         # Missing versus present: the present rows are the node minus the
-        # missing bin.
+        # missing bin.  After a bounded scan its score is at least any known
+        # loss of present rows plus the missing rows' floor: skipped when
+        # that cannot matter.
         for s in range(n_stats):
             alt[s] = total[s] - miss[s]
-        if enough_weight(alt[0], msl) and enough_weight(miss[0], msl):
+        if enough_weight(alt[0], msl) and enough_weight(miss[0], msl) and not (
+                n_thr > 0 and _beyond(self._present_bound(w, n_thr) + w.missing_floor
+                                      - BOUND_SLACK * fabs(total[n_stats - 1]),
+                                      best.score, w.cap, w.cap < INFINITY, floor)):
             score = self._children_loss(w, total, alt)
             if improves(score, best.score, floor):
                 n_left = <Py_ssize_t>alt[0] if off >= 0 else mp
                 self._record(best, best_left, f, nb - 2, n_left, score, alt)
                 found = 1
         return found
+
+    cdef double _present_bound(self, SplitterWork* w, Py_ssize_t count) noexcept nogil:
+        # The largest known loss of a set of present rows among the kept
+        # thresholds' (left without, right without the missing rows): each
+        # is at most the loss of all present rows.
+        cdef Py_ssize_t k
+        cdef double v, bound = 0.0
+        for k in range(count):
+            v = w.thr_loss[2 * k]
+            if v < INFINITY and v > bound:
+                bound = v
+            v = w.thr_alt_loss[2 * k + 1]
+            if v < INFINITY and v > bound:
+                bound = v
+        return bound
 
     cdef double _missing_floor(self, SplitterWork* w, const double* miss) noexcept nogil:
         """A lower bound on what a node's missing rows add to any child's loss.
