@@ -1340,17 +1340,20 @@ cdef class Splitter:
         # missing bin (which: 0 left, 1 right, 2 left with the missing rows,
         # 3 right without them), with the arithmetic of _side_loss and
         # _alt_loss; in ``buf`` unless it is the kept sums themselves.
-        cdef Py_ssize_t s
-        cdef const double* left = w.thr_left + k * self.n_stats
+        cdef Py_ssize_t s, n = self.n_stats
+        cdef const double* left = w.thr_left + k * n
+        cdef const double* miss = w.acc_missing
         if which == 0:
             return <double*>left
-        for s in range(self.n_stats):
-            if which == 1:
+        if which == 1:
+            for s in range(n):
                 buf[s] = total[s] - left[s]
-            elif which == 2:
-                buf[s] = left[s] + w.acc_missing[s]
-            else:
-                buf[s] = total[s] - (left[s] + w.acc_missing[s])
+        elif which == 2:
+            for s in range(n):
+                buf[s] = left[s] + miss[s]
+        else:
+            for s in range(n):
+                buf[s] = total[s] - (left[s] + miss[s])
         return buf
 
     cdef void _pair_missing(self, SplitterWork* w, const double* total, Py_ssize_t a,
@@ -1427,27 +1430,38 @@ cdef class Splitter:
         # nearest known one at or above b, or the present rows' right loss
         # there plus the missing rows' floor; likewise with them left.
         cdef Py_ssize_t k
-        cdef double v, lo = 0.0, lo_m = 0.0, up = 0.0, up_m = 0.0
+        cdef double v, lo = NAN, lo_m = NAN, up = NAN, up_m = NAN
+        # (NaN: none found yet; a known loss is finite.)
         for k in range(a, -1, -1):
-            v = w.thr_loss[2 * k]
-            if v < INFINITY:
-                lo = v
-                break
-        for k in range(a, -1, -1):
-            v = w.thr_alt_loss[2 * k]
-            if v < INFINITY:
-                lo_m = v
+            if isnan(lo):
+                v = w.thr_loss[2 * k]
+                if v < INFINITY:
+                    lo = v
+            if isnan(lo_m):
+                v = w.thr_alt_loss[2 * k]
+                if v < INFINITY:
+                    lo_m = v
+            if not (isnan(lo) or isnan(lo_m)):
                 break
         for k in range(b, count):
-            v = w.thr_alt_loss[2 * k + 1]
-            if v < INFINITY:
-                up = v
+            if isnan(up):
+                v = w.thr_alt_loss[2 * k + 1]
+                if v < INFINITY:
+                    up = v
+            if isnan(up_m):
+                v = w.thr_loss[2 * k + 1]
+                if v < INFINITY:
+                    up_m = v
+            if not (isnan(up) or isnan(up_m)):
                 break
-        for k in range(b, count):
-            v = w.thr_loss[2 * k + 1]
-            if v < INFINITY:
-                up_m = v
-                break
+        if isnan(lo):
+            lo = 0.0
+        if isnan(lo_m):
+            lo_m = 0.0
+        if isnan(up):
+            up = 0.0
+        if isnan(up_m):
+            up_m = 0.0
         lo_m = fmax(lo_m, fmax(lo, shrink * lo + mfloor))
         up_m = fmax(up_m, fmax(up, shrink * up + mfloor))
         return fmin(lo + up_m, lo_m + up)
