@@ -1552,7 +1552,10 @@ cdef class Splitter:
                 if dead_r:
                     # Only the missing rows on the left can matter: when
                     # that side wins beyond the tie rule against the right
-                    # side's bound, the right side's score is not needed.
+                    # side's bound, the right side's score is not needed
+                    # (it nearly always is: both factorized side by side).
+                    if adm_r:
+                        self._pair_missing(w, total, a, 1, a, 2)
                     score_left = self._alt_loss(w, total, a, 0) + self._alt_loss(w, total, a, 1)
                     if adm_r and not (score_left < INFINITY
                                       and improves(score_left, bound_r, floor)):
