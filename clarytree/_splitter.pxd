@@ -137,7 +137,7 @@ cdef struct SplitterWork:
     double* level_tmp_key
     unsigned char* level_left
     double cap                  # see Splitter.best_split_hinted (INFINITY: none)
-    double missing_floor
+    double missing_floor        # _missing_floor of the feature being scanned
     CriterionWork crit
     unsigned long long n_bulk_sweeps
     unsigned long long n_incremental_sweeps
@@ -219,8 +219,8 @@ cdef class Splitter:
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
     cdef Py_ssize_t max_thresholds      # per histogram feature
-    cdef bint missing_bound
-    cdef double[::1] share_ridge
+    cdef bint missing_bound             # ridge leaves: bounds use _missing_floor
+    cdef double[::1] share_ridge        # MISSING_SHARE times the ridge diagonal
 
     cdef inline Py_ssize_t bin(self, Py_ssize_t row, Py_ssize_t f) noexcept nogil:
         # One predictable branch per read: the width is fixed for a fit.
