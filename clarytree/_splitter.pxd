@@ -263,7 +263,8 @@ cdef class Splitter:
                           unsigned long long* keys) noexcept nogil
     # exact: sum row by row in the rows' order (the reference rounding; the
     # committed tree's statistics); otherwise the search's faster sums,
-    # which differ only in rounding (Gram products of bin-sorted rows).
+    # which differ only in rounding (each row's packed products computed once
+    # per block, then summed bin by bin).
     cdef void add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
                         double* total, double* hist,
                         unsigned long long* keys, bint exact) noexcept nogil

@@ -389,7 +389,8 @@ cdef class Splitter:
         How sorted sweeps evaluate thresholds.
     grouped_sums : bool, default=True
         Whether the search (not the committed tree) may sum statistics by
-        Gram products of bin-sorted rows; False sums row by row everywhere.
+        blocks (each row's packed products once per block, then summed bin
+        by bin); False sums row by row everywhere.
         Either way the fitted tree's statistics are summed row by row.
     categorical : ndarray of shape (n_features,), uint8, optional
         1 for a feature searched by level sets (see ``_splitter.pxd``): the
