@@ -205,6 +205,10 @@ cdef class TreeBuilder:
     cdef int _last_level(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                          Py_ssize_t depth, int side, Py_ssize_t node, bint emit,
                          double leaf_objective, double* objective) except -1 nogil
+    cdef void _split_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
+                              Py_ssize_t end, Py_ssize_t depth, int side,
+                              Py_ssize_t remaining, Py_ssize_t feature, Py_ssize_t bin,
+                              bint emit, bint may_carry) noexcept nogil
     cdef void _carried_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
                                 Py_ssize_t end, Py_ssize_t depth, int side,
                                 Py_ssize_t feature, Py_ssize_t bin,

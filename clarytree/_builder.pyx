@@ -811,13 +811,8 @@ cdef class TreeBuilder:
             left_hit = memo_lookup(&self.ctx.memo, &ws.memo, &left_key, &left_objective)
             right_hit = memo_lookup(&self.ctx.memo, &ws.memo, &right_key, &right_objective)
         if not (left_hit and right_hit):
-            if not emit and remaining == 2 and ws.carried[depth] != NULL:
-                self._carried_children(ws, start, mid, end, depth, side, split.feature,
-                                       split.bin, ws.carried[depth])
-            else:
-                self.prepare_children(ws, start, mid, end, depth, total,
-                                      self.ctx.hist(ws, depth, side),
-                                      self.ctx.keys(ws, depth, side), emit)
+            self._split_children(ws, start, mid, end, depth, side, remaining, split.feature,
+                                 split.bin, emit, True)
             if not keyed:
                 self.grow(ws, start, mid, depth + 1, 0, remaining - 1, emit,
                           &left_objective)
@@ -889,6 +884,21 @@ cdef class TreeBuilder:
                     SplitRecord* split) except -1 nogil:
         with gil:
             raise NotImplementedError("TreeBuilder is abstract: use a strategy")
+
+    cdef void _split_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
+                              Py_ssize_t end, Py_ssize_t depth, int side,
+                              Py_ssize_t remaining, Py_ssize_t feature, Py_ssize_t bin,
+                              bint emit, bint may_carry) noexcept nogil:
+        # The children's statistics of a node split at (feature, bin): a
+        # search node with two levels left under a carried candidate takes
+        # them along its sweep (``may_carry``), any other sums them.
+        if may_carry and not emit and remaining == 2 and ws.carried[depth] != NULL:
+            self._carried_children(ws, start, mid, end, depth, side, feature, bin,
+                                   ws.carried[depth])
+        else:
+            self.prepare_children(ws, start, mid, end, depth, self.ctx.total(ws, depth, side),
+                                  self.ctx.hist(ws, depth, side),
+                                  self.ctx.keys(ws, depth, side), emit)
 
     cdef void _carried_children(self, Workspace* ws, Py_ssize_t start, Py_ssize_t mid,
                                 Py_ssize_t end, Py_ssize_t depth, int side,
@@ -1053,7 +1063,7 @@ cdef class TreeBuilder:
         cdef double* right_objective = &path.values[t, depth + 1, 1, 0]
         cdef bint splittable = remaining > 0 and enough_weight(
             total[0], 2.0 * self.ctx.min_samples_leaf)
-        cdef bint one_winner
+        cdef bint one_winner = True     # every cost that won took the one split
         cdef Candidate* split
         cdef unsigned long long words[SET_WORDS]
         cdef const unsigned long long* split_words
@@ -1081,7 +1091,6 @@ cdef class TreeBuilder:
                             n_active) == 0:
             return 0
         n_win = 0
-        one_winner = True
         for k in range(n_active):
             if winner[active[k]] >= 0:
                 won[n_win] = active[k]
@@ -1110,15 +1119,10 @@ cdef class TreeBuilder:
                 split_words = words
             mid = self.splitter.partition(&ws.sw, start, end, split.feature, split.bin,
                                           self.ctx.hist(ws, depth, side))
-            if not emit and remaining == 2 and one_winner and ws.carried[depth] != NULL:
-                # As grow: a search node's children carried along the sweep
-                # (all its costs took the one split, as a greedy node's do).
-                self._carried_children(ws, start, mid, end, depth, side, split.feature,
-                                       split.bin, ws.carried[depth])
-            else:
-                self.prepare_children(ws, start, mid, end, depth, total,
-                                      self.ctx.hist(ws, depth, side),
-                                      self.ctx.keys(ws, depth, side), emit)
+            # As grow; children carried only where all its costs took the
+            # one split (as a greedy node's do).
+            self._split_children(ws, start, mid, end, depth, side, remaining,
+                                 split.feature, split.bin, emit, one_winner)
             self.grow_path(ws, path, start, mid, depth + 1, 0, remaining - 1, emit,
                            same, n_won, left_objective)
             if emit:

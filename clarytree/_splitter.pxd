@@ -103,7 +103,7 @@ cdef struct SplitterWork:
     double* row_stats           # n_stats
     double* acc_missing         # n_stats: the node's missing rows of one feature
     double* acc_alt             # n_stats: a threshold's left child with them
-    double* floor_work          # 2 * n_stats: scratch of _missing_floor, _pair_missing
+    double* floor_work          # 2 * n_stats: scratch of _missing_floor, _pair_child_losses
     # Search sums (see Splitter._add_stats_gram): a block's rows' packed
     # statistics, gram_block rows of urow_stride doubles (64-byte aligned,
     # zero beyond n_stats), and urow_stride doubles of scratch.
@@ -324,12 +324,11 @@ cdef class Splitter:
                               Py_ssize_t n_left, const double* left) noexcept nogil
     cdef double _side_loss(self, SplitterWork* w, const double* total,
                            Py_ssize_t k, int side) noexcept nogil
-    cdef void _pair_losses(self, SplitterWork* w, const double* total,
-                           Py_ssize_t a, Py_ssize_t b) noexcept nogil
     cdef double* _child_sums(self, SplitterWork* w, const double* total, Py_ssize_t k,
                              int which, double* buf) noexcept nogil
-    cdef void _pair_missing(self, SplitterWork* w, const double* total, Py_ssize_t a,
-                            int which_a, Py_ssize_t b, int which_b) noexcept nogil
+    cdef void _pair_child_losses(self, SplitterWork* w, const double* total,
+                                 Py_ssize_t a, int which_a, Py_ssize_t b,
+                                 int which_b) noexcept nogil
     cdef double _alt_loss(self, SplitterWork* w, const double* total,
                           Py_ssize_t k, int side) noexcept nogil
     cdef double _known_bound(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,
@@ -375,6 +374,9 @@ cdef class Splitter:
                                 Py_ssize_t* hint) noexcept nogil
     cdef double _hint_cap(self, SplitterWork* w, const double* total, const double* hist,
                           Py_ssize_t f, Py_ssize_t b) noexcept nogil
+    cdef bint _guess_prefix(self, const double* hist, Py_ssize_t off,
+                            Py_ssize_t n_present, Py_ssize_t b,
+                            double* left) noexcept nogil
     cdef double _missing_cap(self, SplitterWork* w, const double* total,
                              const double* hist, Py_ssize_t f, Py_ssize_t b) noexcept nogil
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil

@@ -1317,30 +1317,12 @@ cdef class Splitter:
         w.thr_loss[2 * k + side] = value
         return value
 
-    cdef void _pair_losses(self, SplitterWork* w, const double* total,
-                           Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-        # Threshold a's left loss and threshold b's right loss, when neither
-        # is known, by one side-by-side factorization of both (the bits of
-        # _side_loss, at about 0.7 times the time of two): the bounded scan
-        # needs such pairs at each block and at each halving.
-        cdef Py_ssize_t s
-        cdef double* right = w.acc_right
-        cdef const double* left = w.thr_left + a * self.n_stats
-        cdef const double* upto_b = w.thr_left + b * self.n_stats
-        cdef double out[2]
-        if isnan(w.thr_loss[2 * a]) and isnan(w.thr_loss[2 * b + 1]):
-            for s in range(self.n_stats):
-                right[s] = total[s] - upto_b[s]
-            self.criterion.loss_pair(left, right, &w.crit, out)
-            w.thr_loss[2 * a] = out[0]
-            w.thr_loss[2 * b + 1] = out[1]
-
     cdef double* _child_sums(self, SplitterWork* w, const double* total, Py_ssize_t k,
                              int which, double* buf) noexcept nogil:
-        # Packed sums of one child of kept threshold k of a feature with a
-        # missing bin (which: 0 left, 1 right, 2 left with the missing rows,
-        # 3 right without them), with the arithmetic of _side_loss and
-        # _alt_loss; in ``buf`` unless it is the kept sums themselves.
+        # Packed sums of one child of kept threshold k (which: 0 left, 1
+        # right; with a missing bin, 2 left with the missing rows, 3 right
+        # without them), with the arithmetic of _side_loss and _alt_loss; in
+        # ``buf`` unless it is the kept sums themselves.
         cdef Py_ssize_t s, n = self.n_stats
         cdef const double* left = w.thr_left + k * n
         cdef const double* miss = w.acc_missing
@@ -1357,10 +1339,13 @@ cdef class Splitter:
                 buf[s] = total[s] - (left[s] + miss[s])
         return buf
 
-    cdef void _pair_missing(self, SplitterWork* w, const double* total, Py_ssize_t a,
-                            int which_a, Py_ssize_t b, int which_b) noexcept nogil:
-        # _pair_losses for a feature with a missing bin: two of its children's
-        # losses (see _child_sums) side by side, when neither is known.
+    cdef void _pair_child_losses(self, SplitterWork* w, const double* total,
+                                 Py_ssize_t a, int which_a, Py_ssize_t b,
+                                 int which_b) noexcept nogil:
+        # Two children's losses (see _child_sums), when neither is known, by
+        # one side-by-side factorization of both (the bits of _side_loss and
+        # _alt_loss, at about 0.7 times the time of two): the bounded scan
+        # needs such pairs at each block and at each halving.
         cdef double* slot_a = (w.thr_loss if which_a < 2 else w.thr_alt_loss) + (
             2 * a + (which_a & 1))
         cdef double* slot_b = (w.thr_loss if which_b < 2 else w.thr_alt_loss) + (
@@ -1509,6 +1494,8 @@ cdef class Splitter:
         cdef double bound_r = 0.0, bound_l = 0.0
         cdef double mfloor = w.missing_floor if with_missing else 0.0
         cdef double shrink = 1.0 - MISSING_SHARE
+        # The right child a block bound reads: present rows only, with a missing bin.
+        cdef int upper_side = 3 if with_missing else 1
         slack = BOUND_SLACK * fabs(total[self.n_stats - 1])
         stack[0] = 0
         stack[1] = count - 1
@@ -1534,7 +1521,7 @@ cdef class Splitter:
                     # and the present rows above it on the right, and the
                     # missing rows on one side (see missing_floor): bounds
                     # from two of the four losses (reused when they pass).
-                    self._pair_missing(w, total, a, 0, a, 3)
+                    self._pair_child_losses(w, total, a, 0, a, 3)
                     lower = self._side_loss(w, total, a, 0)
                     upper = self._alt_loss(w, total, a, 1)
                     if not lower < INFINITY:
@@ -1556,7 +1543,7 @@ cdef class Splitter:
                     # side's bound, the right side's score is not needed
                     # (it nearly always is: both factorized side by side).
                     if adm_r:
-                        self._pair_missing(w, total, a, 1, a, 2)
+                        self._pair_child_losses(w, total, a, 1, a, 2)
                     score_left = self._alt_loss(w, total, a, 0) + self._alt_loss(w, total, a, 1)
                     if adm_r and not (score_left < INFINITY
                                       and improves(score_left, bound_r, floor)):
@@ -1564,7 +1551,7 @@ cdef class Splitter:
                 else:
                     if adm_r and adm_l and not dead_l:
                         # Both sides' own losses are (nearly always) needed.
-                        self._pair_missing(w, total, a, 1, a, 2)
+                        self._pair_child_losses(w, total, a, 1, a, 2)
                     if adm_r:
                         score = self._side_loss(w, total, a, 0) + self._side_loss(w, total, a, 1)
                     if bounded and adm_l and (dead_l or (score < INFINITY and not improves(
@@ -1635,10 +1622,7 @@ cdef class Splitter:
                     w.n_thresholds_skipped += b - a + 1
                     continue
                 # A loss that failed to factorize (INFINITY) bounds nothing.
-                if with_missing:
-                    self._pair_missing(w, total, a, 0, b, 3)
-                else:
-                    self._pair_losses(w, total, a, b)
+                self._pair_child_losses(w, total, a, 0, b, upper_side)
                 lower = self._side_loss(w, total, a, 0)
                 if with_missing:
                     upper = self._alt_loss(w, total, b, 1)
@@ -1660,11 +1644,8 @@ cdef class Splitter:
             mid = (a + b) // 2
             # The halves' bounds need the left loss at mid + 1 and the
             # right one at mid (present rows only with a missing bin):
-            # factorized together (see _pair_losses).
-            if with_missing:
-                self._pair_missing(w, total, mid + 1, 0, mid, 3)
-            else:
-                self._pair_losses(w, total, mid + 1, mid)
+            # factorized together.
+            self._pair_child_losses(w, total, mid + 1, 0, mid, upper_side)
             stack[top] = mid + 1
             stack[top + 1] = b
             stack[top + 2] = a
@@ -1676,14 +1657,7 @@ cdef class Splitter:
                         const double* left, Py_ssize_t f, Py_ssize_t b,
                         Py_ssize_t n_left, SplitRecord* best,
                         double* best_left) noexcept nogil:
-        cdef Py_ssize_t s
-        cdef double* right = w.acc_right
-        cdef double score
-        cdef double losses[2]
-        for s in range(self.n_stats):
-            right[s] = total[s] - left[s]
-        self.criterion.loss_pair(left, right, &w.crit, losses)
-        score = losses[0] + losses[1]
+        cdef double score = self._children_loss(w, total, left)
         if improves(score, best.score, tie_floor(total, self.n_stats)):
             best.score = score
             best.feature = f
@@ -1695,7 +1669,7 @@ cdef class Splitter:
 
     cdef double _children_loss(self, SplitterWork* w, const double* total,
                                const double* left) noexcept nogil:
-        # The arithmetic of _consider: right = total - left, then both losses.
+        # A threshold's score: right = total - left, then both losses.
         cdef Py_ssize_t s
         cdef double* right = w.acc_right
         cdef double losses[2]
@@ -2157,9 +2131,8 @@ cdef class Splitter:
         # The cap of best_split_hinted, or INFINITY when (f, b) is not one
         # of the candidates best_split scores for histogram feature f here
         # (the conditions of its bin scan).
-        cdef Py_ssize_t off, nb, last, k, s, n_stats = self.n_stats
+        cdef Py_ssize_t off, nb, n_stats = self.n_stats
         cdef double* left = w.acc_alt
-        cdef const double* h
         cdef double score, msl = <double>self.min_samples_leaf
         if f < 0 or f >= self.n_features or self.categorical[f]:
             return INFINITY
@@ -2169,13 +2142,28 @@ cdef class Splitter:
             return INFINITY
         if self.missing[f] and hist[(off + nb - 1) * n_stats] != 0.0:
             return self._missing_cap(w, total, hist, f, b)
-        if b < 0 or b >= nb:
+        if not self._guess_prefix(hist, off, nb, b, left):
             return INFINITY
-        last = nb - 1
+        if not (enough_weight(left[0], msl) and enough_weight(total[0] - left[0], msl)):
+            return INFINITY
+        score = self._children_loss(w, total, left)
+        if not (0.0 <= score < INFINITY):
+            return INFINITY
+        return score + 3e-10 * score + 3.0 * tie_floor(total, n_stats)
+
+    cdef bint _guess_prefix(self, const double* hist, Py_ssize_t off,
+                            Py_ssize_t n_present, Py_ssize_t b,
+                            double* left) noexcept nogil:
+        # A guessed threshold b of the histogram feature at bin offset off
+        # (its first n_present bins hold present values): False unless the
+        # bin scan considers b (bin b non-empty, below the last non-empty
+        # bin), else the sums of bins 0..b in ``left``, added as the scan does.
+        cdef Py_ssize_t last = n_present - 1, k, s, n_stats = self.n_stats
+        cdef const double* h
         while last >= 0 and hist[(off + last) * n_stats] == 0.0:
             last -= 1
-        if b >= last or hist[(off + b) * n_stats] == 0.0:
-            return INFINITY
+        if b < 0 or b >= last or hist[(off + b) * n_stats] == 0.0:
+            return False
         memset(left, 0, n_stats * sizeof(double))
         for k in range(b + 1):
             h = hist + (off + k) * n_stats
@@ -2183,12 +2171,7 @@ cdef class Splitter:
                 continue
             for s in range(n_stats):
                 left[s] += h[s]
-        if not (enough_weight(left[0], msl) and enough_weight(total[0] - left[0], msl)):
-            return INFINITY
-        score = self._children_loss(w, total, left)
-        if not (0.0 <= score < INFINITY):
-            return INFINITY
-        return score + 3e-10 * score + 3.0 * tie_floor(total, n_stats)
+        return True
 
     cdef double _missing_cap(self, SplitterWork* w, const double* total,
                              const double* hist, Py_ssize_t f,
@@ -2198,12 +2181,11 @@ cdef class Splitter:
         # make at the guessed threshold (the missing rows on its better side,
         # whichever side the guess sent them), or of "missing versus
         # present", with the scan's very arithmetic and admissibility tests.
-        cdef Py_ssize_t off = self.hist_offset[f], nb = self.n_bins[f], last, k, s
+        cdef Py_ssize_t off = self.hist_offset[f], nb = self.n_bins[f], s
         cdef Py_ssize_t n_stats = self.n_stats
         cdef double* left = w.acc_left
         cdef double* alt = w.acc_alt
         cdef const double* miss = hist + (off + nb - 1) * n_stats
-        cdef const double* h
         cdef double score, score_left, floor = tie_floor(total, n_stats)
         cdef double msl = <double>self.min_samples_leaf
         if b == nb - 2:
@@ -2215,18 +2197,8 @@ cdef class Splitter:
             score = self._children_loss(w, total, alt)
         else:
             b = b & ~(<Py_ssize_t>MISSING_LEFT_BIT)
-            last = nb - 2
-            while last >= 0 and hist[(off + last) * n_stats] == 0.0:
-                last -= 1
-            if b < 0 or b >= last or hist[(off + b) * n_stats] == 0.0:
+            if not self._guess_prefix(hist, off, nb - 1, b, left):
                 return INFINITY
-            memset(left, 0, n_stats * sizeof(double))
-            for k in range(b + 1):
-                h = hist + (off + k) * n_stats
-                if h[0] == 0.0:
-                    continue
-                for s in range(n_stats):
-                    left[s] += h[s]
             if not enough_weight(total[0] - left[0], msl):
                 return INFINITY     # past the scan's last kept threshold
             score = INFINITY
