@@ -39,6 +39,23 @@ from ._splitter cimport (
 )
 from ._tree cimport TREE_LEAF, TREE_UNDEFINED
 
+
+cdef inline bint pays(double value, double leaf_objective, double floor) noexcept nogil:
+    # Whether a split whose subtree's objective is ``value`` is kept at a node
+    # with ``leaf_objective``: only when it improves on it beyond the tie
+    # tolerance (``improves``, ``floor`` the node's tie_floor).  A gain within
+    # rounding noise (a node that is already an exact fit, at a zero leaf
+    # penalty) must not decide the tree: it depends on the summation route,
+    # e.g. integer weights against repeated rows.
+    return improves(value, leaf_objective, floor)
+
+
+cdef inline bint cannot_pay(double cost, double leaf_objective, double floor) noexcept nogil:
+    # A node whose leaf objective is within 2 * cost (beyond the tie
+    # tolerance) cannot pay for a split: a split's subtree costs at least
+    # its two leaves' penalties.
+    return not pays(2.0 * cost, leaf_objective, floor)
+
 cdef extern from *:
     """
     #ifdef _OPENMP
@@ -773,6 +790,7 @@ cdef class TreeBuilder:
         cdef double leaf_loss = self.criterion.loss(total, &ws.sw.crit)
         cdef double leaf_objective = leaf_loss + self.ctx.leaf_cost
         cdef double left_objective, right_objective, value
+        cdef double floor = tie_floor(total, self.ctx.n_stats)
         cdef SplitRecord split
         cdef MemoKey left_key, right_key
         cdef bint keyed, left_hit = False, right_hit = False
@@ -785,7 +803,7 @@ cdef class TreeBuilder:
             node = self.ctx.push_node(depth, m, leaf_loss, total, ws)
         # The node's objective as a leaf includes its own penalty: a node
         # whose leaf objective is within 2 * leaf_cost cannot pay for a split.
-        if (remaining <= 0 or leaf_objective <= 2.0 * self.ctx.leaf_cost
+        if (remaining <= 0 or cannot_pay(self.ctx.leaf_cost, leaf_objective, floor)
                 or not enough_weight(total[0], 2.0 * self.ctx.min_samples_leaf)):
             return 0
         if remaining == 1:
@@ -828,7 +846,7 @@ cdef class TreeBuilder:
                     self._grow_stored(ws, mid, end, depth + 1, 1, remaining - 1,
                                       &right_key, &right_objective)
         value = left_objective + right_objective
-        if value < leaf_objective:
+        if pays(value, leaf_objective, floor):
             if emit:
                 self.ctx.nodes[node].feature = split.feature
                 self.ctx.nodes[node].bin = split.bin
@@ -857,7 +875,7 @@ cdef class TreeBuilder:
         if not self._last_split(ws, start, end, depth, side, emit, &split, left_acc):
             return 0
         value = split.score + 2.0 * self.ctx.leaf_cost
-        if not value < leaf_objective:
+        if not pays(value, leaf_objective, tie_floor(total, n_stats)):
             return 0
         if emit:
             for s in range(n_stats):
@@ -1051,6 +1069,7 @@ cdef class TreeBuilder:
         cdef Py_ssize_t m = end - start, k, j, g, w, mid, n_active = 0, n_win, n_won
         cdef double leaf_loss = self.criterion.loss(total, &ws.sw.crit)
         cdef double cost, value
+        cdef double floor = tie_floor(total, self.ctx.n_stats)
         cdef Py_ssize_t t = ws - self.ctx.ws       # the thread's path buffers
         cdef double* leaf_objective = &path.leaf_objective[t, depth, 0]
         cdef Py_ssize_t* winner = &path.winner[t, depth, 0]
@@ -1079,7 +1098,7 @@ cdef class TreeBuilder:
             if emit:
                 node_id[g] = path.push_node(g, self.criterion, depth, m, leaf_loss, total, ws)
             # A node whose leaf objective is within 2 * cost cannot pay for a split.
-            if splittable and not leaf_objective[g] <= 2.0 * cost:
+            if splittable and not cannot_pay(cost, leaf_objective[g], floor):
                 active[n_active] = g
                 n_active += 1
         if n_active == 0:
@@ -1133,7 +1152,7 @@ cdef class TreeBuilder:
             for j in range(n_won):
                 g = same[j]
                 value = left_objective[g] + right_objective[g]
-                if value < leaf_objective[g]:
+                if pays(value, leaf_objective[g], floor):
                     if emit:
                         path.set_split(g, node_id[g], split.feature, split.bin,
                                        node_id[g] + 1, right_id[g], split_words)
@@ -1184,7 +1203,7 @@ cdef class TreeBuilder:
         for k in range(n_group):
             g = group[k]
             value = split.score + 2.0 * path.costs[g]
-            if not value < leaf_objective[g]:
+            if not pays(value, leaf_objective[g], tie_floor(total, n_stats)):
                 continue
             if emit:
                 left = path.push_node(g, self.criterion, depth + 1, split.n_left,

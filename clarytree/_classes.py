@@ -103,9 +103,14 @@ _SEMANTICS = """
     than ``2 * min_samples_leaf`` rows.  A split is admissible when both
     children keep at least ``min_samples_leaf`` rows.  Rows are counted by
     their weight (``sample_weight``; to a relative 1e-9).  A split is kept only
-    if its subtree objective is strictly below the node's leaf objective
-    (plus its leaf penalty).  Among equally good candidates the first in
-    feature order, then threshold order, wins.
+    if its subtree objective is below the node's leaf objective (plus its
+    leaf penalty) by more than rounding noise (1e-10 relative, or 1e-12 of
+    the node's sum of squared targets, centred on the training mean), so a
+    node that is already an exact fit is not split at ``leaf_penalty=0``.
+    Among equally good candidates (within the same tolerance) the first in
+    feature order, then threshold order, wins; a categorical feature's
+    levels whose mean residuals agree to 1e-9 of their scale keep their
+    level order.
 """
 
 

@@ -310,9 +310,9 @@ cdef class Splitter:
                                     const double* hist, int* perm,
                                     double* key) noexcept nogil
     cdef Py_ssize_t _level_keys(self, SplitterWork* w, Py_ssize_t f, const double* hist,
-                                int* perm, double* key) noexcept nogil
+                                int* perm, double* key, double* tol) noexcept nogil
     cdef void _merge_sort_levels(self, SplitterWork* w, int* perm, double* key,
-                                 Py_ssize_t count) noexcept nogil
+                                 Py_ssize_t count, double tol) noexcept nogil
     # Which bins split (feature, bin) of a wide categorical feature sends
     # left at a node with histogram ``hist``: left[b] for every bin b.
     cdef void level_set(self, SplitterWork* w, Py_ssize_t f, Py_ssize_t bin,

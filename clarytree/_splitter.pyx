@@ -64,6 +64,11 @@ cdef inline bint _beyond(double bound, double best, double cap, bint use_cap,
     return (use_cap and bound > cap) or (best < INFINITY and not improves(bound, best, floor))
 
 
+# Relative tie tolerance of two levels' mean residuals when a node orders a
+# categorical feature's levels (see Splitter._category_order).
+cdef double LEVEL_TIE = 1e-9
+
+
 # Bit of a split's ``bin`` that sends the missing rows of a feature with a
 # missing bin to the left child (see _splitter.pxd).
 MISSING_LEFT = MISSING_LEFT_BIT
@@ -948,16 +953,29 @@ cdef class Splitter:
                              const unsigned long long* child_keys,
                              double* out_total, double* out_hist,
                              unsigned long long* out_keys) noexcept nogil:
-        """Sibling statistics: parent minus the child computed from rows."""
-        cdef Py_ssize_t i, n_stats = self.n_stats
+        """Sibling statistics: parent minus the child computed from rows.
+
+        A bin that the sibling has no rows of is cleared to exact zeros.  Its
+        difference is rounding noise (the two sums added the same rows in
+        another order; a row of weight w adds sqrt(w)^2, not w), and a bin
+        of noise would pass the scans' "empty bin" test (weight == 0): a
+        threshold after it, a level of it or a missing bin of it would be
+        taken as present.  The key sums are exact (integers modulo 2^64), so
+        a zero key difference marks the empty bins.
+        """
+        cdef Py_ssize_t i, s, k, n_stats = self.n_stats
         for i in range(n_stats):
             out_total[i] = parent_total[i] - child_total[i]
         if self.n_swept == self.n_features:
             return
-        for i in range(self.hist_size * n_stats):
-            out_hist[i] = parent_hist[i] - child_hist[i]
         for i in range(self.hist_size):
             out_keys[i] = parent_keys[i] - child_keys[i]
+            k = i * n_stats
+            if out_keys[i] == 0:
+                memset(out_hist + k, 0, n_stats * sizeof(double))
+            else:
+                for s in range(k, k + n_stats):
+                    out_hist[s] = parent_hist[s] - child_hist[s]
 
     cdef void carry_left(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const Candidate* cand, CarryState* state, double* total,
@@ -1154,24 +1172,31 @@ cdef class Splitter:
         every optimal level set is a prefix of this order (Fisher 1958).
         The mean residual of a bin is read off its packed sums:
         ``(sum w y - sum_j (sum w z_j) beta_j) / sum w``.  Ties keep bin
-        order.  The node's model is fitted to the sum of the feature's bins,
+        order, and mean residuals within ``LEVEL_TIE`` of the node's scale
+        (see ``_level_keys``) are ties: levels whose means are mathematically
+        equal (e.g. two levels whose rows all have the same target) must not
+        be ordered by rounding, which depends on the summation route (integer
+        weights against repeated rows, the order rows were added in), since
+        the order decides which level sets are candidates.  The node's model
+        is fitted to the sum of the feature's bins,
         so the search and the candidate list order the levels identically.
         Returns the number of non-empty bins.  Uses ``acc_right`` and
         ``row_stats`` as scratch.  A wide feature's bins are sorted by a
         stable merge sort (``level_tmp``), the others by insertion.
         """
-        cdef Py_ssize_t i, j, count = self._level_keys(w, f, hist, perm, key)
+        cdef double tol = 0.0
+        cdef Py_ssize_t i, j, count = self._level_keys(w, f, hist, perm, key, &tol)
         cdef double r
         cdef int b
         if self.wide[f]:
-            self._merge_sort_levels(w, perm, key, count)
+            self._merge_sort_levels(w, perm, key, count, tol)
             return count
-        # Insertion sort: ties keep bin order.
+        # Insertion sort: ties (within tol) keep bin order.
         for i in range(1, count):
             r = key[i]
             b = perm[i]
             j = i
-            while j > 0 and key[j - 1] > r:
+            while j > 0 and key[j - 1] > r + tol:
                 key[j] = key[j - 1]
                 perm[j] = perm[j - 1]
                 j -= 1
@@ -1180,21 +1205,33 @@ cdef class Splitter:
         return count
 
     cdef Py_ssize_t _level_keys(self, SplitterWork* w, Py_ssize_t f, const double* hist,
-                                int* perm, double* key) noexcept nogil:
+                                int* perm, double* key, double* tol) noexcept nogil:
         # The present bins of feature f in bin order (perm) with their mean
         # residuals under the node's own leaf model (key); returns their count.
+        # ``tol``: the tie tolerance of two keys, LEVEL_TIE times the node's
+        # scale of a mean residual, rms(y) + sum_j |beta_j| rms(z_j) (the
+        # sums a key is computed from are of that size per unit weight).
         cdef Py_ssize_t b, j, s, count = 0, p = self.criterion.p, n_stats = self.n_stats
-        cdef Py_ssize_t off = self.hist_offset[f]
+        cdef Py_ssize_t off = self.hist_offset[f], diag = 0
         cdef double* beta = w.row_stats
         cdef double* node = w.acc_right
         cdef const double* h
-        cdef double r
+        cdef double r, scale
         memset(node, 0, n_stats * sizeof(double))
         for b in range(self.n_bins[f]):
             h = hist + (off + b) * n_stats
             for s in range(n_stats):
                 node[s] += h[s]
         self.criterion.coef(node, beta, &w.crit)
+        tol[0] = 0.0
+        if node[0] > 0.0:
+            # Packed upper triangle of [z, y] (q = p + 1 columns), row-major:
+            # row j starts at its diagonal entry, the last entry is sum w y^2.
+            scale = sqrt(fmax(node[n_stats - 1], 0.0) / node[0])
+            for j in range(p):
+                scale += fabs(beta[j]) * sqrt(fmax(node[diag], 0.0) / node[0])
+                diag += p + 1 - j
+            tol[0] = LEVEL_TIE * scale
         for b in range(self.n_bins[f]):
             h = hist + (off + b) * n_stats
             if h[0] == 0.0:
@@ -1208,9 +1245,9 @@ cdef class Splitter:
         return count
 
     cdef void _merge_sort_levels(self, SplitterWork* w, int* perm, double* key,
-                                 Py_ssize_t count) noexcept nogil:
+                                 Py_ssize_t count, double tol) noexcept nogil:
         # A wide feature's level order: a bottom-up merge sort of (key, perm)
-        # (ties keep bin order, as insertion does).
+        # (ties within tol keep bin order, as insertion does).
         cdef Py_ssize_t j, width, lo, mid, hi, i, k
         cdef int* src_p = perm
         cdef double* src_k = key
@@ -1228,8 +1265,8 @@ cdef class Splitter:
                 j = mid
                 k = lo
                 while k < hi:
-                    # The right run's head goes first only when strictly smaller.
-                    if j < hi and (i >= mid or src_k[j] < src_k[i]):
+                    # The right run's head goes first only when smaller beyond tol.
+                    if j < hi and (i >= mid or src_k[j] < src_k[i] - tol):
                         dst_k[k] = src_k[j]
                         dst_p[k] = src_p[j]
                         j += 1

@@ -148,3 +148,68 @@ def test_bad_sample_weight(weight, match):
     X, y, _ = weighted_data(4, n=40)
     with pytest.raises(ValueError, match=f"sample_weight.*{match}|{match}.*sample_weight"):
         CLARITreeRegressor().fit(X, y, sample_weight=weight(40))
+
+
+def _coarse_problem(seed):
+    # Small integer-valued tables with tied level means, exact fits and
+    # missing cells: where rounding used to decide the tree.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(8, 60))
+    X = np.round(rng.normal(size=(n, 2)))
+    X[:, 0] = rng.integers(0, int(rng.integers(2, 5)), size=n)
+    if seed % 2:
+        X[rng.random(n) < 0.2, 1] = np.nan
+    y = np.where(X[:, 1] > 0, 2.0, X[:, 0] % 2) + (X[:, 0] == 1)
+    if seed % 3 == 0:
+        y = y + 0.1 * np.round(rng.normal(size=n), 1)
+    w = rng.integers(0, 4, size=n).astype(float)
+    w[0] = 1.0
+    return X, y, w
+
+
+@pytest.mark.parametrize("lookahead", [0, 1])
+@pytest.mark.parametrize("leaf_penalty", [0.0, 1e-4, 5e-3])
+def test_ties_decided_alike_for_weights_and_repeated_rows(lookahead, leaf_penalty):
+    """Rounding must not decide the tree: weights and repeated rows sum differently.
+
+    Three ties that the summation route used to break: two levels with the
+    same mean target (their order decides the candidate level sets), a
+    child's bin or missing bin left with rounding noise by the subtraction
+    from its parent (taken as present), and a split of an exact fit at a zero
+    leaf penalty (a gain of rounding noise).
+    """
+    for seed in range(120):
+        X, y, w = _coarse_problem(seed)
+        rep = np.repeat(np.arange(len(y)), w.astype(int))
+        for categorical in ([0], []):
+            kw = dict(max_depth=4, leaf_model="constant", leaf_penalty=leaf_penalty,
+                      n_thresholds=None, min_samples_leaf=1 + seed % 4,
+                      categorical_features=categorical)
+            model = make(lookahead, "constant").set_params(**kw)
+            weighted = model.fit(X, y, sample_weight=w)
+            tree = weighted.tree_
+            repeated = make(lookahead, "constant").set_params(**kw).fit(X[rep], y[rep])
+            for name in ("feature", "children_left", "threshold", "missing_go_left"):
+                np.testing.assert_array_equal(getattr(tree, name),
+                                              getattr(repeated.tree_, name),
+                                              err_msg=f"{name}, seed {seed}")
+            X_new = np.array([[0.0, np.nan], [1.0, 0.5], [3.0, -0.5], [2.0, 9.0]])
+            np.testing.assert_allclose(weighted.predict(X_new), repeated.predict(X_new),
+                                       rtol=1e-9, atol=1e-9)
+            if leaf_penalty == 0.0:
+                # No node whose rows share one target value is split.
+                leaf_of = weighted.apply(X)
+                for node in np.flatnonzero(tree.children_left >= 0):
+                    below = np.isin(leaf_of, _leaves_below(tree, node)) & (w > 0)
+                    assert np.ptp(y[below]) > 0, f"pure node {node} split, seed {seed}"
+
+
+def _leaves_below(tree, node):
+    stack, leaves = [node], []
+    while stack:
+        k = stack.pop()
+        if tree.children_left[k] < 0:
+            leaves.append(k)
+        else:
+            stack += [tree.children_left[k], tree.children_right[k]]
+    return leaves
