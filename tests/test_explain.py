@@ -698,3 +698,36 @@ def test_mixed_sql_reproduces_predict_in_postgres(mixed_models, postgres):
                                               dialect="postgres") + ";\n")
             got = np.array([float(v) for v in out.split()])
             np.testing.assert_allclose(got, model.predict(rows), rtol=1e-12, atol=0)
+
+
+def test_mbndt_sql_of_a_table_that_lists_only_missing_values():
+    # A categorical node whose table holds only the missing entry sends every
+    # present value (listed nowhere) to the default child: in SQL "IS NOT
+    # NULL", not "always", which took the missing rows too (CASE tries the
+    # branches in order).
+    pytest.importorskip("torch")
+    from clarytree.mbndt import MBNDTRegressor
+    from clarytree.mbndt._preprocess import MISSING
+
+    rng = np.random.default_rng(0)
+    n = 200
+    X = pd.DataFrame({"a": rng.normal(size=n),
+                      "color": rng.choice(["red", "green", "blue"], n).astype(object)})
+    X.loc[rng.random(n) < 0.1, "color"] = None
+    model = MBNDTRegressor(**MBNDT_FAST).fit(X, X["a"] + 2 * (X["color"] == "red"))
+    description = to_dict(model)
+    nodes = description["tree"]["nodes"]
+    root = nodes[0]
+    if not root.get("categorical"):
+        root.update(feature=1, categorical=True)
+        root.pop("cuts", None)
+        root.pop("cut_gaps", None)
+    root.update(cat_values=[MISSING], cat_child=[1], default=0)
+    edited = from_dict(description)
+    rows = _new_rows(X.assign(city="c0", b=1.0))[["a", "color"]]
+    assert rows["color"].isna().any() and rows["color"].notna().any()
+    # The missing rows and the present ones reach disjoint leaves.
+    leaves = edited.apply(rows)
+    missing = rows["color"].isna().to_numpy()
+    assert not set(leaves[missing]) & set(leaves[~missing])
+    _check_mbndt_exports(edited, rows)

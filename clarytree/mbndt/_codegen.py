@@ -53,8 +53,13 @@ def _child_tests(tree, node, col):
             if missing_child == k or (missing_child is None and k == default):
                 parts.append(f"{col} IS NULL")
             if k == default:
-                # Unlisted levels; NOT IN is NULL for NULL, which the test above covers.
-                parts.append(f"{col} NOT IN {_sql_list(listed)}" if listed else "1 = 1")
+                # Unlisted levels; NOT IN is NULL for NULL, which the test above
+                # covers.  With no level listed, every present value: NULL only
+                # when the missing values go here too (the test above).
+                if listed:
+                    parts.append(f"{col} NOT IN {_sql_list(listed)}")
+                else:
+                    parts.append(f"{col} IS NOT NULL")
             if not parts:
                 tests.append("1 = 0")
             else:
