@@ -404,11 +404,33 @@ def test_bad_input(Est):
         Est(**FAST).fit(huge, y)
     with pytest.raises(ValueError, match="Invalid torch device"):
         Est(**FAST, device="no-such-device").fit(X, y)
+    import torch
+
+    if not torch.cuda.is_available():
+        # A CPU-only machine (or build): a clear error, not torch's AssertionError.
+        with pytest.raises(ValueError, match="'cuda' is not available"):
+            Est(**FAST, device="cuda").fit(X, y)
     with pytest.raises(ValueError, match="too large"):
         Est(max_depth=20, n_branches=4).fit(X, y)
     est = Est(**FAST, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :2])
+
+
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_dates_are_rejected_with_the_column_name(Est):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=40), "when": pd.date_range("2020", periods=40)})
+    y = (X["a"] > 0).astype(int)
+    with pytest.raises(ValueError, match="column 'when' has dtype datetime64"):
+        Est(**FAST).fit(X, y)
+    X["when"] = X["when"] - X["when"].min()
+    with pytest.raises(ValueError, match="column 'when' has dtype timedelta64"):
+        Est(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match="dtype datetime64"):
+        Est(**FAST).fit(np.array(["2020-01-01"] * 40, dtype="datetime64[D]")[:, None], y)
 
 
 def test_single_class_is_rejected():

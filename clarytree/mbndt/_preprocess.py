@@ -70,6 +70,7 @@ def infer_column_kinds(X):
         for j in range(X.shape[1]):
             col = X.iloc[:, j]
             kind = col.dtype.kind
+            _reject_time(kind, col.dtype, repr(str(X.columns[j])))
             if kind in "iuf" or kind == "b":
                 kinds.append("num")
             else:
@@ -77,9 +78,18 @@ def infer_column_kinds(X):
                 kinds.append("num" if _column_is_numeric(vals) else "cat")
         return kinds
     X = np.asarray(X)
+    _reject_time(X.dtype.kind, X.dtype, "x[0]")
     if X.dtype.kind in "iufb":
         return ["num"] * X.shape[1]
     return ["num" if _column_is_numeric(X[:, j]) else "cat" for j in range(X.shape[1])]
+
+
+def _reject_time(kind, dtype, name):
+    # Dates and durations are neither numbers nor levels: as levels every
+    # timestamp would be its own category and new dates would all be unseen.
+    if kind in "mM":
+        raise ValueError(f"column {name} has dtype {dtype}, which is not numeric; "
+                         "encode it as numbers (e.g. days since a date)")
 
 
 def raw_table(X, kinds):

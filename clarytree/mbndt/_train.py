@@ -255,6 +255,13 @@ def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr=None, 
         device = torch.device(cfg.device)
     except RuntimeError as exc:
         raise ValueError(f"Invalid torch device {cfg.device!r}.") from exc
+    try:
+        torch.zeros(1, device=device)
+    except (RuntimeError, AssertionError) as exc:
+        # e.g. "cuda" on a CPU-only build or a machine without a GPU, where
+        # torch raises an AssertionError ("Torch not compiled with CUDA").
+        raise ValueError(f"Torch device {cfg.device!r} is not available here ({exc}); "
+                         "use device='cpu'.") from exc
     rng = np.random.default_rng(seed)
     gen = torch.Generator().manual_seed(int(seed))
     n_classes = n_outputs if task == "multiclass" else 2
