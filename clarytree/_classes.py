@@ -332,11 +332,12 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
     """
     # min_samples_leaf counts training weight (rows when unweighted).
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
+    rows = f"{n:g} rows" if sample_weight is None else f"a total sample_weight of {n:g}"
     if not np.any(n_bins > 1):
         cause = "every column of X is constant, so there is no threshold to split on"
     elif n < 2 * msl:
         cause = (f"a split needs at least min_samples_leaf = {msl} rows on each side, "
-                 f"but X has {n:g} rows")
+                 f"but X has {rows}")
     else:
         for f in np.flatnonzero(n_bins > 1):
             counts = np.bincount(bins[:, f], weights=sample_weight, minlength=n_bins[f])
@@ -345,7 +346,7 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                 left = np.r_[left, left[:-1] + counts[-1]]
             if np.any((left >= msl) & (n - left >= msl)):
                 return
-        cause = (f"no threshold leaves min_samples_leaf = {msl} of the {n} rows on "
+        cause = (f"no threshold leaves min_samples_leaf = {msl} of the {rows} on "
                  "both sides")
     if estimator.min_samples_leaf == "auto" and n_regression > 0 and "min_samples" in cause:
         remedy = (f"min_samples_leaf='auto' is 5 rows per regression feature ({n_regression} "
@@ -355,6 +356,12 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
         remedy = "lower min_samples_leaf"
     else:
         remedy = "pass X with at least one varying column"
+    if sample_weight is not None and "min_samples" in cause and n < bins.shape[0]:
+        # Weights that sum to less than the row count (e.g. normalized to 1)
+        # make few "rows": a row of weight w counts as w rows.
+        remedy += (f" (min_samples_leaf counts weight, a row of weight w as w rows: "
+                   f"sample_weight sums to {n:g} over {bins.shape[0]} rows; rescale it, "
+                   "e.g. to mean 1, if it is relative)")
     warnings.warn(f"{type(estimator).__name__} cannot split: {cause}; the tree is a single "
                   f"leaf. To allow splits, {remedy}.", UnsplittableWarning, stacklevel=5)
 
@@ -447,7 +454,9 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative, finite row weights.  An integer weight is the same
             as repeating the row (same tree and objective); a zero weight
-            drops the row; ``min_samples_leaf`` counts weight.
+            drops the row; ``min_samples_leaf`` counts weight, so weights
+            that are only relative (e.g. normalized to sum 1) should be
+            rescaled, e.g. to mean 1.
 
         Returns
         -------

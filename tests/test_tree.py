@@ -349,3 +349,8 @@ def test_warns_when_no_split_is_admissible():
         CholeskyTreeRegressor(max_depth=2).fit(np.ones((50, 2)), y[:50])
     with pytest.warns(UnsplittableWarning, match="X has 50 rows.*lower min_samples_leaf"):
         CholeskyTreeRegressor(max_depth=2, min_samples_leaf=30).fit(X[:50, :2], y[:50])
+    # Weights normalized to sum 1: the message says they count as rows.
+    with pytest.warns(UnsplittableWarning, match=r"total sample_weight of 1\b.*"
+                      r"sums to 1 over 1000 rows; rescale it"):
+        CholeskyTreeRegressor(max_depth=2, regression_features=[1]).fit(
+            X, y, sample_weight=np.full(1000, 1e-3))
