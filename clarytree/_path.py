@@ -152,7 +152,10 @@ def _path_task(estimator, X, y, sample_weight, train, test, penalties, scorer):
     scores, score_times, n_leaves = [], [], []
     for tree in path:
         start = time.perf_counter()
-        scores.append(float(scorer(tree, X_test, y_test, **kwargs)))
+        score = scorer(tree, X_test, y_test, **kwargs)
+        # Several metrics: a dict of them (as GridSearchCV's scorers return).
+        scores.append({k: float(v) for k, v in score.items()} if isinstance(score, dict)
+                      else float(score))
         score_times.append(time.perf_counter() - start)
         n_leaves.append(tree.get_n_leaves())
     return {"fit_time": fit_time / len(penalties), "scores": scores,
@@ -188,7 +191,7 @@ class _CVMixin:
         "cv": "no_validation",
         "scoring": "no_validation",
         "n_jobs": [Integral, None],
-        "refit": ["boolean"],
+        "refit": ["boolean", str, callable],
         "verbose": ["verbose"],
     }
 
@@ -253,6 +256,8 @@ class _CVMixin:
         folds = list(cv.split(X_checked, y_checked, groups))
         base = self._tree_estimator()
         scorer = check_scoring(base, scoring=self.scoring)
+        if isinstance(self.scoring, (list, tuple, set, dict)):
+            self._check_refit_for_metrics(list(self.scoring))
 
         tasks = [(f, j) for f in range(len(folds)) for j in range(len(alphas))]
         if self.n_jobs is not None and "n_jobs" in base.get_params(deep=False):
@@ -271,10 +276,17 @@ class _CVMixin:
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
         shape = (n_lam, n_alpha, n_splits)
-        scores, fit_times = np.empty(shape), np.empty(shape)
+        first = out[0]["scores"][0]
+        metrics = list(first) if isinstance(first, dict) else None
+        if metrics is not None:
+            self._check_refit_for_metrics(metrics)
+        scores = {name: np.empty(shape) for name in (metrics or ["score"])}
+        fit_times = np.empty(shape)
         score_times, leaves = np.empty(shape), np.empty(shape, dtype=np.intp)
         for (f, j), res in zip(tasks, out, strict=True):
-            scores[:, j, f] = res["scores"]
+            for name, array in scores.items():
+                array[:, j, f] = ([s[name] for s in res["scores"]] if metrics is not None
+                                  else res["scores"])
             fit_times[:, j, f] = res["fit_time"]
             score_times[:, j, f] = res["score_times"]
             leaves[:, j, f] = res["n_leaves"]
@@ -290,20 +302,32 @@ class _CVMixin:
             results[f"param_{key}"] = MaskedArray(
                 np.array([p[key] for p in params]), mask=np.zeros(n_cand, dtype=bool))
         results["params"] = params
-        _store(results, "test_score", scores.reshape(n_cand, n_splits), splits=True,
-               rank=True)
+        for name, array in scores.items():
+            _store(results, "test_score" if metrics is None else f"test_{name}",
+                   array.reshape(n_cand, n_splits), splits=True, rank=True)
         _store(results, "n_leaves", leaves.reshape(n_cand, n_splits).astype(np.float64))
         self.cv_results_ = results
         self.n_leaves_path_ = leaves
         self.n_splits_ = n_splits
-        self.best_index_ = int(results["rank_test_score"].argmin())
-        best = params[self.best_index_]
-        self.leaf_penalty_ = best["leaf_penalty"]
-        self.ridge_alpha_ = best["ridge_alpha"]
-        self.best_score_ = float(results["mean_test_score"][self.best_index_])
-        if self.verbose:
-            print(f"[{type(self).__name__}] best leaf_penalty={self.leaf_penalty_:g} "
-                  f"ridge_alpha={self.ridge_alpha_:g} mean CV score {self.best_score_:.4f}")
+        self.multimetric_ = metrics is not None
+        self.scorer_ = scorer
+        # The choice, as GridSearchCV makes it: by the (refit) metric's rank,
+        # or by a callable refit; none for several metrics with refit=False.
+        if callable(self.refit):
+            self.best_index_ = self._refit_index(results, n_cand)
+        elif self.refit or metrics is None:
+            key = "score" if metrics is None else self.refit
+            self.best_index_ = int(results[f"rank_test_{key}"].argmin())
+            self.best_score_ = float(results[f"mean_test_{key}"][self.best_index_])
+        if hasattr(self, "best_index_"):
+            best = params[self.best_index_]
+            self.leaf_penalty_ = best["leaf_penalty"]
+            self.ridge_alpha_ = best["ridge_alpha"]
+            if self.verbose:
+                score = (f" mean CV score {self.best_score_:.4f}"
+                         if hasattr(self, "best_score_") else "")
+                print(f"[{type(self).__name__}] best leaf_penalty={self.leaf_penalty_:g} "
+                      f"ridge_alpha={self.ridge_alpha_:g}{score}")
         if self.refit:
             start = time.perf_counter()
             tree = clone(base).set_params(leaf_penalty=self.leaf_penalty_,
@@ -321,6 +345,23 @@ class _CVMixin:
                 setattr(self, name, getattr(tree, name))
             self.best_estimator_ = tree
         return self
+
+    def _check_refit_for_metrics(self, metrics):
+        # GridSearchCV's rule: with several metrics, refit names the one that
+        # chooses (or is a callable, or False: no choice, no refit).
+        if self.refit is not False and not callable(self.refit) and (
+                not isinstance(self.refit, str) or self.refit not in metrics):
+            raise ValueError(
+                "For multi-metric scoring, refit must be the name of one of the metrics "
+                f"{metrics}, a callable, or False (no refit, no chosen pair); got "
+                f"{self.refit!r}")
+
+    def _refit_index(self, results, n_candidates):
+        index = self.refit(results)
+        if not isinstance(index, Integral) or not 0 <= index < n_candidates:
+            raise IndexError(f"refit callable returned {index!r}, not an index of "
+                             f"cv_results_ (0 to {n_candidates - 1})")
+        return int(index)
 
     def _validate_X_predict(self, X):
         if getattr(self, "cv_results_", None) is not None and not hasattr(self, "tree_"):
@@ -341,9 +382,12 @@ _CV_PARAMS_DOC = """
         As in scikit-learn: None is 5-fold, an int the number of folds of an
         unshuffled ``KFold``, or a splitter or an iterable of (train, test)
         index arrays.
-    scoring : str, callable or None, default=None
+    scoring : str, callable, list, tuple, set, dict or None, default=None
         Validation score (larger is better); None is the tree's ``score``,
-        R^2.
+        R^2.  Several metrics as in GridSearchCV (names, a dict of scorers,
+        or a callable returning a dict): ``cv_results_`` then holds
+        ``split{k}_test_<name>``, ``mean_test_<name>``... for each, and
+        ``refit`` names the one that chooses.
     n_jobs : int or None, default=None
         Parallel tasks, one per (fold, ridge_alpha): each grows the path of
         all leaf penalties.  Runs through joblib, so
@@ -353,9 +397,12 @@ _CV_PARAMS_DOC = """
         threads stays within ``n_jobs``), and the refit searches with
         ``n_jobs`` threads (a greedy tree's search is single-threaded).  The
         result does not depend on it.
-    refit : bool, default=True
+    refit : bool, str or callable, default=True
         Refit on all rows at the chosen pair; the estimator then is that
-        fitted tree.
+        fitted tree.  With several metrics, the name of the one that chooses
+        (or False: no chosen pair, no refit).  A callable takes
+        ``cv_results_`` and returns the chosen index (``best_score_`` is then
+        not set), as in GridSearchCV.
 """
 
 _CV_ATTRIBUTES_DOC = """
@@ -364,7 +411,7 @@ _CV_ATTRIBUTES_DOC = """
     ridge_alpha_ : float
         The chosen ridge strength.
     best_score_ : float
-        Mean validation score of the chosen pair.
+        Mean validation score of the chosen pair (by the refit metric).
     best_index_ : int
         Its index in ``cv_results_``.
     cv_results_ : dict of ndarray
@@ -380,6 +427,10 @@ _CV_ATTRIBUTES_DOC = """
         Leaves of every tree fitted during the CV.
     n_splits_ : int
         Number of CV splits.
+    multimetric_ : bool
+        Whether ``scoring`` gave several metrics.
+    scorer_ : callable
+        The scorer used.
     refit_time_ : float
         Seconds of the refit (with ``refit=True``).
     best_estimator_ : CLARITreeRegressor or CholeskyTreeRegressor
@@ -558,12 +609,23 @@ def plot_cv_path(estimator, ax=None):
     res = estimator.cv_results_
     lam = np.asarray(res["param_leaf_penalty"], dtype=float)
     kap = np.asarray(res["param_ridge_alpha"], dtype=float)
-    mean, std = res["mean_test_score"], res["std_test_score"]
+    key, label = "test_score", "mean validation score"
+    if getattr(estimator, "multimetric_", False):
+        # Several metrics: the one that chose (else the first).
+        metric = estimator.refit if isinstance(estimator.refit, str) else next(
+            k[len("mean_test_"):] for k in res if k.startswith("mean_test_"))
+        key, label = f"test_{metric}", f"mean validation {metric}"
+    mean, std = res[f"mean_{key}"], res[f"std_{key}"]
     leaves = res["mean_n_leaves"]
+    # The chosen pair; with several metrics and refit=False, the best by the plotted one.
+    best = getattr(estimator, "best_index_", None)
+    star = "chosen"
+    if best is None:
+        best, star = int(res[f"rank_{key}"].argmin()), "best"
     for alpha in dict.fromkeys(kap.tolist()):
         rows = np.flatnonzero(kap == alpha)
         rows = rows[np.argsort(-lam[rows], kind="stable")]
-        chosen = alpha == estimator.ridge_alpha_
+        chosen = alpha == kap[best]
         ax.errorbar(lam[rows], mean[rows], yerr=std[rows], marker="o", capsize=2,
                     lw=2.0 if chosen else 1.0, alpha=1.0 if chosen else 0.6,
                     label=f"ridge_alpha={alpha:g}")
@@ -571,14 +633,13 @@ def plot_cv_path(estimator, ax=None):
             for r in rows:
                 ax.annotate(f"{leaves[r]:.3g}", (lam[r], mean[r]), textcoords="offset points",
                             xytext=(0, 7), ha="center", fontsize=7)
-    best = estimator.best_index_
     ax.plot([lam[best]], [mean[best]], marker="*", ms=16, color="k", ls="none",
-            label=f"chosen: leaf_penalty={lam[best]:g}, ridge_alpha={kap[best]:g}, "
+            label=f"{star}: leaf_penalty={lam[best]:g}, ridge_alpha={kap[best]:g}, "
                   f"{leaves[best]:.3g} leaves")
     if np.all(lam > 0):
         ax.set_xscale("log")
     ax.invert_xaxis()
     ax.set_xlabel("leaf_penalty (lambda); labels: mean leaves at the chosen ridge_alpha")
-    ax.set_ylabel("mean validation score")
+    ax.set_ylabel(label)
     ax.legend(fontsize=7)
     return ax

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -461,3 +462,56 @@ def test_cv_gives_spare_cores_to_the_tasks_threads():
     np.testing.assert_array_equal(serial.cv_results_["mean_test_score"],
                                   wide.cv_results_["mean_test_score"])
     _assert_same_fit(wide, serial)
+
+
+@pytest.mark.parametrize("scoring, refit", [
+    (["r2", "neg_mean_absolute_error"], "neg_mean_absolute_error"),
+    ({"mse": "neg_mean_squared_error", "r2": "r2"}, "r2"),
+    (("r2", "neg_median_absolute_error"), False),
+    (["r2", "neg_mean_absolute_error"], lambda results: int(np.argmax(
+        results["mean_test_r2"] - 0.01 * results["param_leaf_penalty"].data))),
+])
+def test_cv_with_several_metrics_selects_what_grid_search_selects(scoring, refit):
+    X, y = _data()
+    w = np.random.default_rng(1).integers(1, 3, size=len(y)).astype(float)
+    lams, kaps = [1e-1, 1e-2, 1e-3], [1e-1, 1e-4]
+    folds = KFold(3, shuffle=True, random_state=2)
+    model = CLARITreeRegressorCV(leaf_penalties=lams, ridge_alphas=kaps, cv=folds, max_depth=3,
+                                 scoring=scoring, refit=refit).fit(X, y, sample_weight=w)
+    search = GridSearchCV(CLARITreeRegressor(max_depth=3),
+                          {"leaf_penalty": lams, "ridge_alpha": kaps}, cv=folds,
+                          scoring=scoring, refit=refit).fit(X, y, sample_weight=w)
+    res, ref = model.cv_results_, search.cv_results_
+    assert model.multimetric_ and search.multimetric_
+    names = list(scoring)
+    assert "mean_test_score" not in res
+    for name in names:
+        for key in ([f"mean_test_{name}", f"std_test_{name}"]
+                    + [f"split{k}_test_{name}" for k in range(3)]):
+            np.testing.assert_allclose(res[key], ref[key], rtol=1e-12, atol=1e-12,
+                                       err_msg=key)
+        np.testing.assert_array_equal(res[f"rank_test_{name}"], ref[f"rank_test_{name}"])
+    if refit is False:
+        assert not hasattr(model, "best_index_") and not hasattr(model, "tree_")
+        with pytest.raises(NotFittedError, match="refit=False"):
+            model.predict(X)
+    else:
+        assert model.best_index_ == search.best_index_
+        assert hasattr(model, "best_score_") == hasattr(search, "best_score_")
+        if hasattr(search, "best_score_"):
+            assert model.best_score_ == pytest.approx(search.best_score_, rel=1e-12)
+        np.testing.assert_array_equal(model.predict(X), search.predict(X))
+    plt = pytest.importorskip("matplotlib.pyplot")
+    plot_cv_path(model)
+    plt.close("all")
+
+
+def test_several_metrics_need_refit_to_name_one():
+    X, y = _data()
+    kw = dict(leaf_penalties=[1e-1, 1e-2], ridge_alphas=[1e-3], cv=3, max_depth=2,
+              scoring=["r2", "neg_mean_absolute_error"])
+    for refit in (True, "mae"):
+        with pytest.raises(ValueError, match="refit must be the name of one of the metrics"):
+            CLARITreeRegressorCV(refit=refit, **kw).fit(X, y)
+    with pytest.raises(IndexError, match="refit callable returned 7"):
+        CLARITreeRegressorCV(refit=lambda results: 7, **kw).fit(X, y)
