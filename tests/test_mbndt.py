@@ -2,6 +2,7 @@
 
 import json
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -458,6 +459,12 @@ def test_export_short_cuts_route_exactly_and_say_where_missing_goes(mixed_data):
             # Exactly one child takes missing values, exactly one the other levels.
             assert sum(MISSING_LEVEL in lab for lab in labels) == 1, labels
             assert sum(OTHER_LEVELS in lab for lab in labels) == 1, labels
+            # Every level seen in training is named in the labels (a one-hot
+            # node's test is on one level; the others are listed too).
+            column = X.columns[int(tree.feature[node])]
+            seen = {str(v) for v in X[column].dropna().unique()}
+            named = set(re.findall(r"[\w-]+", " ".join(labels)))
+            assert seen <= named, (labels, seen)
             continue
         numeric += 1
         assert sum(lab.endswith(" or missing") for lab in labels) == 1, labels

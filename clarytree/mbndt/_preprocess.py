@@ -196,6 +196,14 @@ def feature_map(ct):
     return out
 
 
+def onehot_levels(ct, raw_column):
+    """Training levels of one-hot encoded raw column ``raw_column`` (missing as MISSING)."""
+    for name, trans, cols in ct.transformers_:
+        if name == "onehot" and raw_column in cols:
+            return list(trans.categories_[list(cols).index(raw_column)])
+    raise KeyError(f"raw column {raw_column} is not one-hot encoded")
+
+
 def numeric_impute_values(ct):
     """Median used for missing values of every numeric raw column: {raw_col: value}."""
     for name, trans, cols in ct.transformers_:

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from .._tree import TREE_UNDEFINED
-from ._preprocess import numeric_inverse, target_encoding_table
+from ._preprocess import numeric_inverse, onehot_levels, target_encoding_table
 
 
 def _redirect_table(used, n_branches):
@@ -152,6 +152,12 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
             if kind == "onehot":
                 other = br[col != info]
                 b0 = int(other[0]) if other.size else int(route(j, default_z)[0])
+                # The column's other training levels all take the default
+                # branch (their indicator is 0); listing them names them in the
+                # rules ("c in {b, c, <other or unseen>}"), routing the same.
+                rest = [v for v in onehot_levels(ct, c) if v != info]
+                cats = np.asarray([info] + rest, dtype=object)
+                child = child + [pos[b0]] * len(rest)
             else:
                 b0 = int(route(j, default_z)[0])
             node["cat_values"], node["cat_child"], node["default"] = list(cats), child, pos[b0]
