@@ -31,6 +31,11 @@ cdef void packed_add_gram(double* acc, const double* X, Py_ssize_t n,
 
 cdef double packed_chol_loss(double* work, Py_ssize_t p, int* info) noexcept nogil
 
+cdef void packed_factor_coef(const double* work, double* beta, Py_ssize_t p) noexcept nogil
+
+cdef double packed_coef_spread(const double* acc, const double* beta,
+                               const double* ridge, Py_ssize_t p) noexcept nogil
+
 cdef double packed_ridge_loss(const double* acc, const double* ridge,
                               double* R, double* z, Py_ssize_t p,
                               int* info) noexcept nogil

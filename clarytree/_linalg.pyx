@@ -445,6 +445,38 @@ cdef double packed_chol_loss(double* work, Py_ssize_t p, int* info) noexcept nog
     return work[ki] - s
 
 
+cdef void packed_factor_coef(const double* work, double* beta, Py_ssize_t p) noexcept nogil:
+    """``beta = R^{-1} z`` from the factor that ``packed_chol_loss`` left in ``work``.
+
+    Row i of the packed factor holds ``R[i, i:p]`` and then ``z[i]``: the
+    ridge coefficients by back substitution, with no second factorization.
+    """
+    cdef Py_ssize_t q = p + 1, i, j, ki
+    cdef double t
+    for i in range(p - 1, -1, -1):
+        ki = i * q - i * (i - 1) // 2
+        t = work[ki + p - i]
+        for j in range(i + 1, p):
+            t -= work[ki + j - i] * beta[j]
+        beta[i] = t / work[ki]
+
+
+cdef double packed_coef_spread(const double* acc, const double* beta,
+                               const double* ridge, Py_ssize_t p) noexcept nogil:
+    """``sqrt(yy) + sum_j |beta_j| sqrt(A_jj)`` of packed sums and coefficients.
+
+    The size of the terms a ridge solution's loss and fitted values are
+    computed from (``A``'s diagonal plus ``ridge`` when given, else as
+    summed), hence the scale of their rounding errors.
+    """
+    cdef Py_ssize_t q = p + 1, j, k = 0
+    cdef double spread = sqrt(fabs(acc[packed_size(q) - 1]))
+    for j in range(p):
+        spread += fabs(beta[j]) * sqrt(fabs(acc[k] + (ridge[j] if ridge != NULL else 0.0)))
+        k += q - j
+    return spread
+
+
 cdef double packed_ridge_loss(const double* acc, const double* ridge,
                               double* R, double* z, Py_ssize_t p,
                               int* info) noexcept nogil:

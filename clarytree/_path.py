@@ -153,12 +153,14 @@ def _path_task(estimator, X, y, sample_weight, train, test, penalties, scorer):
     for tree in path:
         start = time.perf_counter()
         score = scorer(tree, X_test, y_test, **kwargs)
-        # Several metrics: a dict of them (as GridSearchCV's scorers return).
+        # Several metrics come as a dict (as GridSearchCV's scorers return
+        # them), one as a number: named "score", GridSearchCV's key.
         scores.append({k: float(v) for k, v in score.items()} if isinstance(score, dict)
-                      else float(score))
+                      else {"score": float(score)})
         score_times.append(time.perf_counter() - start)
         n_leaves.append(tree.get_n_leaves())
     return {"fit_time": fit_time / len(penalties), "scores": scores,
+            "multimetric": isinstance(score, dict),
             "score_times": score_times, "n_leaves": n_leaves}
 
 
@@ -276,17 +278,16 @@ class _CVMixin:
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
         shape = (n_lam, n_alpha, n_splits)
-        first = out[0]["scores"][0]
-        metrics = list(first) if isinstance(first, dict) else None
-        if metrics is not None:
+        multimetric = out[0]["multimetric"]
+        metrics = list(out[0]["scores"][0])
+        if multimetric:
             self._check_refit_for_metrics(metrics)
-        scores = {name: np.empty(shape) for name in (metrics or ["score"])}
+        scores = {name: np.empty(shape) for name in metrics}
         fit_times = np.empty(shape)
         score_times, leaves = np.empty(shape), np.empty(shape, dtype=np.intp)
         for (f, j), res in zip(tasks, out, strict=True):
             for name, array in scores.items():
-                array[:, j, f] = ([s[name] for s in res["scores"]] if metrics is not None
-                                  else res["scores"])
+                array[:, j, f] = [s[name] for s in res["scores"]]
             fit_times[:, j, f] = res["fit_time"]
             score_times[:, j, f] = res["score_times"]
             leaves[:, j, f] = res["n_leaves"]
@@ -303,20 +304,20 @@ class _CVMixin:
                 np.array([p[key] for p in params]), mask=np.zeros(n_cand, dtype=bool))
         results["params"] = params
         for name, array in scores.items():
-            _store(results, "test_score" if metrics is None else f"test_{name}",
-                   array.reshape(n_cand, n_splits), splits=True, rank=True)
+            _store(results, f"test_{name}", array.reshape(n_cand, n_splits), splits=True,
+                   rank=True)
         _store(results, "n_leaves", leaves.reshape(n_cand, n_splits).astype(np.float64))
         self.cv_results_ = results
         self.n_leaves_path_ = leaves
         self.n_splits_ = n_splits
-        self.multimetric_ = metrics is not None
+        self.multimetric_ = multimetric
         self.scorer_ = scorer
         # The choice, as GridSearchCV makes it: by the (refit) metric's rank,
         # or by a callable refit; none for several metrics with refit=False.
         if callable(self.refit):
             self.best_index_ = self._refit_index(results, n_cand)
-        elif self.refit or metrics is None:
-            key = "score" if metrics is None else self.refit
+        elif self.refit or not multimetric:
+            key = self.refit if multimetric else "score"
             self.best_index_ = int(results[f"rank_test_{key}"].argmin())
             self.best_score_ = float(results[f"mean_test_{key}"][self.best_index_])
         if hasattr(self, "best_index_"):

@@ -172,6 +172,12 @@ def _column_name(names, j):
     return repr(str(names[j])) if names is not None else f"x[{j}]"
 
 
+def _infinity_error(columns):
+    """The error for infinite values in X, naming the columns (a list of names)."""
+    return ValueError(f"Input X contains infinity in column(s) {', '.join(columns)}; "
+                      "missing values must be NaN, infinite values are not supported")
+
+
 def _resolve_columns(spec, parameter, n_features, feature_names):
     """Indices named by a list of indices, a list of names or a boolean mask."""
     spec = np.atleast_1d(np.asarray(spec))
@@ -439,9 +445,7 @@ class Preparation:
         bad = np.isinf(X).any(axis=0)
         if bad.any():
             names = getattr(estimator, "feature_names_in_", None)
-            cols = ", ".join(_column_name(names, j) for j in np.flatnonzero(bad))
-            raise ValueError(f"Input X contains infinity in column(s) {cols}; missing "
-                             "values must be NaN, infinite values are not supported")
+            raise _infinity_error([_column_name(names, j) for j in np.flatnonzero(bad)])
 
     def _numeric_column(self, estimator, values, j):
         names = getattr(estimator, "feature_names_in_", None)
@@ -457,9 +461,7 @@ class Preparation:
                 f"column {_column_name(names, j)} is not numeric; declare it in "
                 "categorical_features (or encode it as numbers)") from None
         if np.isinf(out).any():
-            raise ValueError(f"Input X contains infinity in column(s) "
-                             f"{_column_name(names, j)}; missing values must be NaN, "
-                             "infinite values are not supported")
+            raise _infinity_error([_column_name(names, j)])
         return out
 
     def _encode(self, estimator, columns):

@@ -324,6 +324,9 @@ cdef class Splitter:
                               Py_ssize_t n_left, const double* left) noexcept nogil
     cdef double _side_loss(self, SplitterWork* w, const double* total,
                            Py_ssize_t k, int side) noexcept nogil
+    cdef double* _loss_slot(self, SplitterWork* w, Py_ssize_t k, int which) noexcept nogil
+    cdef double _child_loss(self, SplitterWork* w, const double* total, Py_ssize_t k,
+                            int which) noexcept nogil
     cdef double* _child_sums(self, SplitterWork* w, const double* total, Py_ssize_t k,
                              int which, double* buf) noexcept nogil
     cdef void _pair_child_losses(self, SplitterWork* w, const double* total,

@@ -13,7 +13,9 @@ from ._criterion cimport (
     Criterion, RidgeCriterion, add_row, add_rows, sweep_move_left,
     sweep_left_loss, sweep_right_loss, sweep_left_stats,
 )
-from ._linalg cimport packed_add_outer, packed_chol_loss
+from ._linalg cimport (
+    packed_add_outer, packed_chol_loss, packed_coef_spread, packed_factor_coef,
+)
 from ._splitter cimport (
     SplitRecord, Candidate, SplitterWork, CarryState, enough_weight, improves, tie_floor,
     MAX_SET_BINS, MISSING_LEFT_BIT, ROUTE_AUTO, ROUTE_BULK, ROUTE_INCREMENTAL, SET_WORDS,
@@ -1212,11 +1214,11 @@ cdef class Splitter:
         # scale of a mean residual, rms(y) + sum_j |beta_j| rms(z_j) (the
         # sums a key is computed from are of that size per unit weight).
         cdef Py_ssize_t b, j, s, count = 0, p = self.criterion.p, n_stats = self.n_stats
-        cdef Py_ssize_t off = self.hist_offset[f], diag = 0
+        cdef Py_ssize_t off = self.hist_offset[f]
         cdef double* beta = w.row_stats
         cdef double* node = w.acc_right
         cdef const double* h
-        cdef double r, scale
+        cdef double r
         memset(node, 0, n_stats * sizeof(double))
         for b in range(self.n_bins[f]):
             h = hist + (off + b) * n_stats
@@ -1225,13 +1227,7 @@ cdef class Splitter:
         self.criterion.coef(node, beta, &w.crit)
         tol[0] = 0.0
         if node[0] > 0.0:
-            # Packed upper triangle of [z, y] (q = p + 1 columns), row-major:
-            # row j starts at its diagonal entry, the last entry is sum w y^2.
-            scale = sqrt(fmax(node[n_stats - 1], 0.0) / node[0])
-            for j in range(p):
-                scale += fabs(beta[j]) * sqrt(fmax(node[diag], 0.0) / node[0])
-                diag += p + 1 - j
-            tol[0] = LEVEL_TIE * scale
+            tol[0] = LEVEL_TIE * packed_coef_spread(node, beta, NULL, p) / sqrt(node[0])
         for b in range(self.n_bins[f]):
             h = hist + (off + b) * n_stats
             if h[0] == 0.0:
@@ -1339,27 +1335,28 @@ cdef class Splitter:
                            Py_ssize_t k, int side) noexcept nogil:
         # Threshold k's left (side 0) or right (1) child loss, computed once;
         # the very arithmetic of ``_consider``.
-        cdef Py_ssize_t s
-        cdef double* right = w.acc_right
-        cdef const double* left = w.thr_left + k * self.n_stats
-        cdef double value = w.thr_loss[2 * k + side]
-        if not isnan(value):
-            return value
-        if side == 0:
-            value = self.criterion.loss(left, &w.crit)
-        else:
-            for s in range(self.n_stats):
-                right[s] = total[s] - left[s]
-            value = self.criterion.loss(right, &w.crit)
-        w.thr_loss[2 * k + side] = value
-        return value
+        return self._child_loss(w, total, k, side)
+
+    cdef double* _loss_slot(self, SplitterWork* w, Py_ssize_t k, int which) noexcept nogil:
+        # Where the loss of child ``which`` (see _child_sums) of kept
+        # threshold k is kept once computed (NaN until then).
+        return (w.thr_loss if which < 2 else w.thr_alt_loss) + 2 * k + (which & 1)
+
+    cdef double _child_loss(self, SplitterWork* w, const double* total, Py_ssize_t k,
+                            int which) noexcept nogil:
+        # The loss of child ``which`` of kept threshold k, computed once.
+        cdef double* slot = self._loss_slot(w, k, which)
+        if isnan(slot[0]):
+            slot[0] = self.criterion.loss(self._child_sums(w, total, k, which, w.acc_right),
+                                          &w.crit)
+        return slot[0]
 
     cdef double* _child_sums(self, SplitterWork* w, const double* total, Py_ssize_t k,
                              int which, double* buf) noexcept nogil:
         # Packed sums of one child of kept threshold k (which: 0 left, 1
         # right; with a missing bin, 2 left with the missing rows, 3 right
-        # without them), with the arithmetic of _side_loss and _alt_loss; in
-        # ``buf`` unless it is the kept sums themselves.
+        # without them), in ``buf`` unless it is the kept sums themselves:
+        # every child loss of the bounded scan is of these sums.
         cdef Py_ssize_t s, n = self.n_stats
         cdef const double* left = w.thr_left + k * n
         cdef const double* miss = w.acc_missing
@@ -1383,10 +1380,8 @@ cdef class Splitter:
         # one side-by-side factorization of both (the bits of _side_loss and
         # _alt_loss, at about 0.7 times the time of two): the bounded scan
         # needs such pairs at each block and at each halving.
-        cdef double* slot_a = (w.thr_loss if which_a < 2 else w.thr_alt_loss) + (
-            2 * a + (which_a & 1))
-        cdef double* slot_b = (w.thr_loss if which_b < 2 else w.thr_alt_loss) + (
-            2 * b + (which_b & 1))
+        cdef double* slot_a = self._loss_slot(w, a, which_a)
+        cdef double* slot_b = self._loss_slot(w, b, which_b)
         cdef double out[2]
         if isnan(slot_a[0]) and isnan(slot_b[0]):
             self.criterion.loss_pair(
@@ -1401,23 +1396,7 @@ cdef class Splitter:
         # With a missing bin: threshold k's left (side 0: its present rows
         # and the missing rows, acc_missing) or right (1: the present rows
         # above it) child loss, computed once; _missing_side's arithmetic.
-        cdef Py_ssize_t s
-        cdef double* alt = w.acc_alt
-        cdef double* right = w.acc_right
-        cdef const double* left = w.thr_left + k * self.n_stats
-        cdef double value = w.thr_alt_loss[2 * k + side]
-        if not isnan(value):
-            return value
-        for s in range(self.n_stats):
-            alt[s] = left[s] + w.acc_missing[s]
-        if side == 0:
-            value = self.criterion.loss(alt, &w.crit)
-        else:
-            for s in range(self.n_stats):
-                right[s] = total[s] - alt[s]
-            value = self.criterion.loss(right, &w.crit)
-        w.thr_alt_loss[2 * k + side] = value
-        return value
+        return self._child_loss(w, total, k, 2 + side)
 
     cdef double _known_bound(self, SplitterWork* w, Py_ssize_t a, Py_ssize_t b,
                              Py_ssize_t count) noexcept nogil:
@@ -1868,10 +1847,10 @@ cdef class Splitter:
         or the factorization fails.
         """
         cdef Py_ssize_t p = self.criterion.p, q = p + 1, n_stats = self.n_stats
-        cdef Py_ssize_t i, j, k, ki
+        cdef Py_ssize_t i, k
         cdef double* K = w.floor_work
         cdef double* beta = w.floor_work + n_stats
-        cdef double value, t, spread
+        cdef double value, spread
         cdef int info = 0
         if not self.missing_bound:
             return 0.0
@@ -1884,19 +1863,8 @@ cdef class Splitter:
         w.crit.n_factorizations += 1
         if info != 0 or not 0.0 < value < INFINITY:
             return 0.0
-        # The coefficients: R beta = z on the packed factor (row i holds
-        # R[i, i:p] and then z[i]).
-        for i in range(p - 1, -1, -1):
-            ki = i * q - i * (i - 1) // 2
-            t = K[ki + p - i]
-            for j in range(i + 1, p):
-                t -= K[ki + j - i] * beta[j]
-            beta[i] = t / K[ki]
-        spread = sqrt(fabs(miss[n_stats - 1]))
-        k = 0
-        for j in range(p):
-            spread += fabs(beta[j]) * sqrt(fabs(miss[k] + self.share_ridge[j]))
-            k += q - j
+        packed_factor_coef(K, beta, p)
+        spread = packed_coef_spread(miss, beta, &self.share_ridge[0], p)
         value -= 64.0 * q * DBL_EPSILON * spread * spread
         return value if value > 0.0 else 0.0
 

@@ -18,7 +18,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._preparation import _column_name, validate_sample_weight
+from .._preparation import _column_name, _infinity_error, validate_sample_weight
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
     build_preprocessor,
@@ -54,8 +54,7 @@ def _check_no_infinity(X):
         if col.dtype.kind == "f" and np.isinf(col).any():
             bad.append(_column_name(names, j))
     if bad:
-        raise ValueError(f"Input X contains infinity in column(s) {', '.join(bad)}; "
-                         "missing values must be NaN, infinite values are not supported")
+        raise _infinity_error(bad)
 
 
 def _is_dataframe(X):
