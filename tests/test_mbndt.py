@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -401,7 +402,7 @@ def test_bad_input(Est):
         fitted.predict(np.where(np.arange(3) == 1, np.inf, X))
     huge = X.copy()
     huge[:, 0] = np.where(np.arange(40) % 2, 1.7e308, -1.7e308)  # scaling overflows
-    with pytest.warns(RuntimeWarning), pytest.raises(ValueError, match="after preprocessing"):
+    with pytest.raises(ValueError, match=r"column\(s\) x\[0\] cannot be standardized"):
         Est(**FAST).fit(huge, y)
     with pytest.raises(ValueError, match="Invalid torch device"):
         Est(**FAST, device="no-such-device").fit(X, y)
@@ -559,3 +560,70 @@ def test_zero_sample_weight_rows_do_not_count_regressor():
     plain = MBNDTRegressor(**FAST, random_state=0).fit(X_all, y_all)
     assert np.max(np.abs(weighted.predict(X) - y)) < 0.25
     assert np.min(np.abs(plain.predict(X) - y)) > 10
+
+
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_pandas_nullable_columns_are_read_like_classic_ones(Est):
+    # Int64 / Float64 / boolean / string columns hold pd.NA for missing cells:
+    # the same fit as the frame with float NaN and object None.
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    n = 240
+    a = rng.normal(size=n)
+    b = rng.integers(0, 4, n).astype(float)
+    c = rng.random(n) < 0.5
+    s = rng.choice(["x", "y", "z"], n).astype(object)
+    holes = rng.random((4, n)) < 0.15
+    b[holes[0]] = np.nan
+    s[holes[1]] = None
+    a[holes[2]] = np.nan
+    y = ((np.nan_to_num(a) > 0) ^ (s == "x")).astype(int)
+    classic = pd.DataFrame({"a": a, "b": b, "c": np.where(holes[3], np.nan, c.astype(float)),
+                            "s": s})
+    nullable = pd.DataFrame({
+        "a": pd.array(np.where(holes[2], None, a), dtype="Float64"),
+        "b": pd.array(np.where(holes[0], None, b), dtype="Int64"),
+        "c": pd.array(np.where(holes[3], None, c), dtype="boolean"),
+        "s": pd.array(s, dtype="string")})
+    assert nullable.isna().sum().tolist() == classic.isna().sum().tolist()
+    raw = raw_table(nullable, ["num", "num", "num", "cat"])
+    np.testing.assert_array_equal(raw[:, :3].astype(float), classic.iloc[:, :3].to_numpy())
+    assert (raw[holes[1], 3] == "__missing__").all()
+    ref = Est(**FAST, random_state=0).fit(classic, y)
+    est = Est(**FAST, random_state=0).fit(nullable, y)
+    np.testing.assert_array_equal(est.predict(nullable), ref.predict(classic))
+    assert export_text(est) == export_text(ref)
+
+
+def test_nonnumeric_value_in_a_numeric_column_names_the_column():
+    import pandas as pd
+
+    X = pd.DataFrame({"a": np.arange(40.0), "b": [1.5] * 40})
+    est = MBNDTClassifier(**FAST, random_state=0).fit(X, np.arange(40) % 2)
+    bad = X.astype({"b": object})
+    bad.loc[7, "b"] = "n/a"
+    with pytest.raises(TypeError, match=r"Column 'b' was numeric during fit .*'n/a' \(row 7\)"):
+        est.predict(bad)
+
+
+def test_regressor_target_near_the_float_limit():
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y = np.where(X[:, 0] > 0, 3.0, -1.0) + 0.1 * X[:, 1]
+    ref = MBNDTRegressor(**FAST, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = MBNDTRegressor(**FAST, random_state=0).fit(X, y * 1e300)
+    pred = est.predict(X)
+    assert np.isfinite(pred).all()
+    np.testing.assert_allclose(pred, ref.predict(X) * 1e300, rtol=1e-6)
+    assert est.y_std_ == pytest.approx(y.std() * 1e300)
+
+
+def test_values_too_large_to_standardize_name_their_column():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"ok": rng.normal(size=60), "huge": rng.normal(size=60) * 1e200})
+    with pytest.raises(ValueError, match=r"column\(s\) 'huge' cannot be standardized"):
+        MBNDTClassifier(**FAST).fit(X, np.arange(60) % 2)

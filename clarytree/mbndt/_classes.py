@@ -57,6 +57,24 @@ def _check_no_infinity(X):
         raise _infinity_error(bad)
 
 
+def _target_moments(y):
+    """Mean and standard deviation (1 for a constant target) of a finite ``y``.
+
+    Targets near the float64 limit overflow ``y.std()`` (its squares); they
+    are then computed on ``y / max|y|`` and scaled back.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = float(y.mean()), float(y.std())
+    if not (np.isfinite(mean) and np.isfinite(std)):
+        scale = float(np.max(np.abs(y)))
+        unit = y / scale
+        mean, std = float(unit.mean()) * scale, float(unit.std()) * scale
+        if not (np.isfinite(mean) and np.isfinite(std)):
+            raise ValueError("y is too large for float64 arithmetic (its spread "
+                             "overflows); rescale it")
+    return mean, (std if std > 0 else 1.0)
+
+
 def _is_dataframe(X):
     return hasattr(X, "dtypes") and hasattr(X, "iloc") and hasattr(X, "columns")
 
@@ -183,11 +201,20 @@ class _BaseMBNDT(BaseEstimator):
                                 target_type, prep_seed)
         # fit_transform cross-fits the target encoder (leakage-safe training inputs);
         # the deployment transform below is what pruning and export must mirror.
-        xt_fit = np.asarray(ct.fit_transform(raw, y_encode), dtype=np.float64)
-        xt = np.asarray(ct.transform(raw), dtype=np.float64)
-        if not (np.all(np.isfinite(xt_fit)) and np.all(np.isfinite(xt))):
-            raise ValueError("Input contains non-finite values after preprocessing "
-                             "(numeric columns too large to be scaled?).")
+        with np.errstate(over="ignore", invalid="ignore"):
+            # Overflowing columns are reported by name below.
+            xt_fit = np.asarray(ct.fit_transform(raw, y_encode), dtype=np.float64)
+            xt = np.asarray(ct.transform(raw), dtype=np.float64)
+        bad = ~(np.isfinite(xt_fit).all(axis=0) & np.isfinite(xt).all(axis=0))
+        if bad.any():
+            names = getattr(self, "feature_names_in_", None)
+            raw_cols = sorted({feature_map(ct)[t][1] for t in np.flatnonzero(bad)})
+            shown = ", ".join(repr(str(names[j])) if names is not None else f"x[{j}]"
+                              for j in raw_cols)
+            raise ValueError(
+                f"column(s) {shown} cannot be standardized: their values are too large "
+                "for float64 arithmetic (squares overflow); rescale them, e.g. to "
+                "thousands or millions of their unit.")
         if xt.shape[1] == 0:
             raise ValueError("No usable feature after preprocessing.")
 
@@ -531,8 +558,7 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         y = np.asarray(y, dtype=np.float64)
         # Standardize on the rows that are trained on (weight > 0).
         y_fit = y if sample_weight is None else y[sample_weight > 0]
-        mean, std = float(y_fit.mean()), float(y_fit.std())
-        std = std if std > 0 else 1.0
+        mean, std = _target_moments(y_fit)
         self.y_mean_, self.y_std_ = mean, std
         z = (y - mean) / std
 

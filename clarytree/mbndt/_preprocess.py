@@ -12,6 +12,7 @@ the exported tree test raw values.
 
 import inspect
 import numbers
+import sys
 
 import numpy as np
 from sklearn.compose import ColumnTransformer
@@ -31,8 +32,12 @@ MISSING = "__missing__"
 def _is_missing(v):
     if v is None:
         return True
+    pd = sys.modules.get("pandas")
+    if pd is not None and (v is pd.NA or v is pd.NaT):
+        # pd.NA compares to NA (its truth value raises), so test it first.
+        return True
     try:
-        return bool(v != v)  # NaN, pd.NA-safe enough for scalars
+        return bool(v != v)  # NaN of any float type
     except (TypeError, ValueError):
         return False
 
@@ -101,23 +106,41 @@ def raw_table(X, kinds):
     n, p = X.shape
     if all(k == "num" for k in kinds):
         if is_df:
-            cols = [_numeric_column(X.iloc[:, j].to_numpy(dtype=object)) for j in range(p)]
+            cols = [_numeric_column(_frame_column(X, j), _column_name(X, j))
+                    for j in range(p)]
             return np.column_stack(cols) if p else np.zeros((n, 0))
         X = np.asarray(X)
         if X.dtype.kind == "O":
-            return np.column_stack([_numeric_column(X[:, j]) for j in range(p)])
+            return np.column_stack([_numeric_column(X[:, j], f"x[{j}]") for j in range(p)])
         return X.astype(np.float64)
     out = np.empty((n, p), dtype=object)
     for j in range(p):
-        col = X.iloc[:, j].to_numpy(dtype=object) if is_df else np.asarray(X)[:, j]
         if kinds[j] == "num":
-            out[:, j] = _numeric_column(col)
+            col = _frame_column(X, j) if is_df else np.asarray(X)[:, j]
+            out[:, j] = _numeric_column(col, _column_name(X, j) if is_df else f"x[{j}]")
         else:
+            col = X.iloc[:, j].to_numpy(dtype=object) if is_df else np.asarray(X)[:, j]
             out[:, j] = _to_str_column(col)
     return out
 
 
-def _numeric_column(col):
+def _column_name(X, j):
+    return repr(str(X.columns[j]))
+
+
+def _frame_column(X, j):
+    """Column ``j`` of a DataFrame: float64 for numeric dtypes, else objects.
+
+    pandas' nullable dtypes (``Int64``, ``Float64``, ``boolean``) hold ``pd.NA``
+    for missing entries; they become NaN here like any missing number.
+    """
+    col = X.iloc[:, j]
+    if col.dtype.kind in "iufb":
+        return col.to_numpy(dtype=np.float64, na_value=np.nan)
+    return col.to_numpy(dtype=object)
+
+
+def _numeric_column(col, name):
     col = np.asarray(col)
     if col.dtype.kind in "iufb":
         return col.astype(np.float64)
@@ -130,8 +153,8 @@ def _numeric_column(col):
                 out[i] = float(v)
             except (TypeError, ValueError) as exc:
                 raise TypeError(
-                    f"Column {i} was numeric during fit but contains the non-numeric "
-                    f"value {v!r}.") from exc
+                    f"Column {name} was numeric during fit but contains the non-numeric "
+                    f"value {v!r} (row {i}).") from exc
     return out
 
 
