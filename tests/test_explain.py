@@ -731,3 +731,46 @@ def test_mbndt_sql_of_a_table_that_lists_only_missing_values():
     missing = rows["color"].isna().to_numpy()
     assert not set(leaves[missing]) & set(leaves[~missing])
     _check_mbndt_exports(edited, rows)
+
+
+@pytest.mark.parametrize("family", ["clari", "mbndt"])
+def test_exports_keep_awkward_names_and_levels_intact(family):
+    # Line breaks, quotes, backslashes and triple quotes in column names and
+    # category levels: the SQL literals keep them as they are (an indented
+    # line break inside a literal is another level), and the Python source
+    # compiles (a line break ended a comment) with the rows predicted alike.
+    rng = np.random.default_rng(1)
+    n = 400
+    names = ["a b", 'q"uote', "it's", "back\\slash", 'tri"""ple', "two\nlines"]
+    levels = ["plain", "it's", 'say "hi"', "back\\slash", "line\nbreak", "", "NULL"]
+    frame = pd.DataFrame({name: rng.normal(size=n) for name in names[:-1]})
+    frame[names[-1]] = pd.Series(rng.choice(levels, n), dtype=object)
+    frame.iloc[rng.random(n) < 0.1, 0] = np.nan
+    frame.iloc[rng.random(n) < 0.1, -1] = None
+    code = frame[names[-1]].map({v: i for i, v in enumerate(levels)}).fillna(2).to_numpy()
+    y = 2.0 * frame.iloc[:, 1].to_numpy() + code + 0.1 * rng.normal(size=n)
+    if family == "clari":
+        model = CLARITreeRegressor(max_depth=3).fit(frame, y)
+    else:
+        from clarytree.mbndt import MBNDTRegressor
+
+        model = MBNDTRegressor(max_depth=2, n_restarts=1, max_epochs=30,
+                               random_state=0).fit(frame, y)
+    want = model.predict(frame)
+    assert len(np.unique(want)) > 4
+    db = sqlite3.connect(":memory:")
+    frame.to_sql("t", db, index=False)
+    sql = export_sql(model)
+    assert "line\nbreak" in sql
+    got = np.array([r[0] for r in db.execute(sql)], dtype=float)
+    np.testing.assert_array_equal(got, want)
+    got = np.array([r[0] for r in db.execute(f"SELECT {export_sql(model, table=None)} FROM t")],
+                   dtype=float)
+    np.testing.assert_array_equal(got, want)
+    namespace = {}
+    exec(compile(export_python(model), "<clarytree>", "exec"), namespace)
+    assert "two\\nlines" in namespace["predict"].__doc__
+    assert 'tri"""ple' in namespace["predict"].__doc__
+    records = [[None if isinstance(v, float) and v != v else v for v in row]
+               for row in frame.astype(object).to_numpy().tolist()]
+    np.testing.assert_array_equal([namespace["predict"](r) for r in records], want)
