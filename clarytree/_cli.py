@@ -5,10 +5,15 @@ value...) end with one line on stderr and exit status 2, never a traceback.
 """
 
 import argparse
+import csv
+import io
 import json
 import os
+import re
+import shlex
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -116,7 +121,7 @@ def _read_table(path):
         if lower.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
         else:
-            frame = pd.read_csv(path)
+            frame = pd.read_csv(path, **_csv_dialect(path))
     except ImportError as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
     except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -126,6 +131,54 @@ def _read_table(path):
         raise UsageError(f"{path} has no data rows")
     frame.columns = [str(c) for c in frame.columns]
     return frame
+
+
+_DELIMITERS = (",", ";", "\t", "|")
+_DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
+_DECIMAL_POINT = re.compile(r"^-?\d*\.\d+$")
+
+
+def _csv_dialect(path, size=1 << 16):
+    """``read_csv`` options for the file's separator (and decimal comma).
+
+    The separator is a comma when it splits the first rows into the same
+    number (> 1) of fields, else the one of ``;``, tab and ``|`` that does
+    with the most fields; a semicolon-separated file whose numbers are
+    written ``1,5`` (never ``1.5``) reads them with a decimal comma.  Files
+    whose head cannot be read here (other compressions) keep pandas'
+    defaults.
+    """
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(
+        os.path.splitext(path.lower())[1], open)
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
+            text = f.read(size)
+            complete = not f.read(1)
+    except (OSError, EOFError, lzma.LZMAError):
+        return {}
+    best, best_fields, best_rows = ",", 1, []
+    for sep in _DELIMITERS:
+        try:
+            rows = [r for r in csv.reader(io.StringIO(text), delimiter=sep) if r][:50]
+        except csv.Error:
+            continue
+        if not complete and len(rows) > 1:
+            rows = rows[:-1]        # the last one may be cut off
+        fields = {len(r) for r in rows}
+        if len(fields) == 1 and (n := fields.pop()) > best_fields:
+            best, best_fields, best_rows = sep, n, rows
+            if sep == ",":
+                break       # a consistent comma file is one, whatever its text holds
+    options = {} if best == "," else {"sep": best}
+    cells = [c.strip() for r in best_rows[1:] for c in r]
+    if (best == ";" and any(_DECIMAL_COMMA.match(c) for c in cells)
+            and not any(_DECIMAL_POINT.match(c) for c in cells)):
+        options["decimal"] = ","
+    return options
 
 
 def _split_target(frame, target, path):
@@ -158,13 +211,26 @@ def _categorical_columns(X, spec, path):
 
     columns = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
                or pd.api.types.is_bool_dtype(X[c])]
-    if spec:
-        named = [c.strip() for c in spec.split(",") if c.strip()]
-        unknown = [c for c in named if c not in X.columns]
-        if unknown:
-            raise UsageError(f"--categorical: column(s) not in {path}: {_list(unknown)}")
-        columns += [c for c in named if c not in columns]
+    named = [c.strip() for c in spec.split(",") if c.strip()] if spec else []
+    unknown = [c for c in named if c not in X.columns]
+    if unknown:
+        raise UsageError(f"--categorical: column(s) not in {path}: {_list(unknown)}")
+    for c in columns:
+        if c not in named:
+            _warn_numeric_text(X[c], c, f"to keep it categorical and silence this, pass "
+                                        f"--categorical {shlex.quote(c)}")
+    columns += [c for c in named if c not in columns]
     return [c for c in X.columns if c in columns]
+
+
+def _warn_numeric_text(column, name, keep):
+    """The CLI's word on a text column of (mostly) numbers (see warn_numeric_text)."""
+    from ._preparation import warn_numeric_text
+
+    warn_numeric_text(column, repr(name), None,
+                      "it is read as a categorical column (one level per value). To use it "
+                      "as a number, fix those entries in the file or leave them empty "
+                      f"(missing); {keep}.")
 
 
 def _list(items, limit=8):
@@ -414,6 +480,8 @@ def _cmd_mbndt(args):
     X = frame.drop(columns=[args.target])
     if X.shape[1] == 0:
         raise UsageError(f"{args.data} has no feature columns besides the target")
+    for c in X.columns:
+        _warn_numeric_text(X[c], c, "to keep it categorical, leave it as it is")
     task = args.task
     if task == "auto":
         import pandas as pd
@@ -433,7 +501,10 @@ def _cmd_mbndt(args):
     X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state,
                                                 stratify)
     start = time.perf_counter()
-    model.fit(X_train, y_train)
+    with warnings.catch_warnings():
+        # Said above in the command's words.
+        warnings.filterwarnings("ignore", message=r".*holds (text|numbers stored as text)")
+        model.fit(X_train, y_train)
     seconds = time.perf_counter() - start
     from ._export import export_text
 
@@ -563,6 +634,10 @@ def _add_verbosity(p):
     p.add_argument("-q", "--quiet", action="store_true", help="never show progress")
 
 
+_DATA_HELP = ("CSV (optionally .gz, .bz2, .xz; separated by commas, semicolons, tabs or "
+              "|, detected) or Parquet file")
+
+
 def build_parser():
     """The argument parser of the ``clarytree`` command."""
     from . import __version__
@@ -594,7 +669,7 @@ def build_parser():
                          description="Fit a piecewise-linear tree on DATA (CSV or Parquet), "
                                      "print it and its metrics. Text and bool columns are "
                                      "categorical, empty cells are missing values.")
-    fit.add_argument("data", metavar="DATA", help="CSV (optionally .gz) or Parquet file")
+    fit.add_argument("data", metavar="DATA", help=_DATA_HELP)
     fit.add_argument("--target", required=True, metavar="COLUMN", help="target column")
     fit.add_argument("--max-depth", type=_non_negative_int, default=4,
                      help="maximum depth of the tree")
@@ -636,7 +711,8 @@ def build_parser():
     predict = sub.add_parser("predict", help="predict with a saved model",
                              description="Predict DATA with a model saved by 'fit --out'.")
     predict.add_argument("model", metavar="MODEL", help="model file written by --out")
-    predict.add_argument("data", metavar="DATA", help="CSV or Parquet file with the features")
+    predict.add_argument("data", metavar="DATA",
+                         help="CSV or Parquet file with the features (as for fit)")
     predict.add_argument("--out", metavar="PREDICTIONS.csv",
                          help="write predictions here (default: standard output)")
     predict.set_defaults(func=_cmd_predict)
@@ -662,7 +738,7 @@ def build_parser():
     mb = sub.add_parser("mbndt", help="fit an MBNDT multi-branch tree (needs torch)",
                         description="Fit an MBNDT classifier or regressor on DATA, print the "
                                     "exported rules and metrics.")
-    mb.add_argument("data", metavar="DATA", help="CSV (optionally .gz) or Parquet file")
+    mb.add_argument("data", metavar="DATA", help=_DATA_HELP)
     mb.add_argument("--target", required=True, metavar="COLUMN", help="target column")
     mb.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
                     help="auto: regression for numeric targets with more than 10 values")
@@ -705,6 +781,18 @@ def main(argv=None):
     an input error instead of its one-line message.
     """
     parser = build_parser()
+    with warnings.catch_warnings():
+        # Warnings read as the command's own messages, not as source lines.
+        warnings.showwarning = _show_warning
+        return _run(parser, argv)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    sys.stdout.flush()
+    print(f"clarytree: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _run(parser, argv):
     try:
         args = parser.parse_args(argv)
         if args.command is None:

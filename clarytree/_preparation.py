@@ -26,6 +26,7 @@ pandas or parameter names.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -229,6 +230,62 @@ def _dtype_is_categorical(dtype):
             or kind in ("O", "b", "U", "S"))
 
 
+# Share of a text column's present values that must read as numbers for
+# the column to look like a numeric one whose dtype a few stray entries
+# (a "?" or "n/a" marker, a typo) turned into text.
+NUMERIC_TEXT_SHARE = 0.9
+
+
+def warn_numeric_text(column, name, estimator_name, advice=None):
+    """Warn when a text column inferred categorical holds (mostly) numbers.
+
+    A CSV column with one "?" among numbers arrives as text, and "from_dtype"
+    would split it as a categorical column with one level per value, which
+    is rarely what was meant.  Only ``object`` and ``string`` columns are
+    looked at (``category`` and ``bool`` are categorical by choice), first on
+    a sample so that a text column costs little.  ``advice`` replaces the
+    closing sentences (what to do about it).
+    """
+    import pandas as pd
+
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype) or not (
+            getattr(dtype, "kind", None) in ("O", "U", "S") or str(dtype).startswith("string")):
+        return
+    values = column[column.notna()]
+    if values.shape[0] == 0:
+        return
+    sample = values.iloc[:1000] if hasattr(values, "iloc") else values[:1000]
+    if _numeric_share(pd, sample) < NUMERIC_TEXT_SHARE:
+        return
+    numbers_ = pd.to_numeric(values.astype(object), errors="coerce").notna().to_numpy()
+    n_numbers, n_present = int(numbers_.sum()), numbers_.shape[0]
+    if n_numbers < NUMERIC_TEXT_SHARE * n_present:
+        return
+    if n_numbers == n_present:
+        what = "numbers stored as text"
+    else:
+        others = pd.unique(values[~numbers_].astype(str))
+        shown = ", ".join(repr(v) for v in others[:3]) + (", ..." if len(others) > 3 else "")
+        what = (f"text, yet {n_numbers} of its {n_present} present values are numbers "
+                f"(the others: {shown})")
+    if advice is None:
+        advice = (
+            "categorical_features='from_dtype' makes it a categorical column (one level "
+            f"per value). To split it as a number, convert it first, e.g. X[{name}] = "
+            f"pd.to_numeric(X[{name}], errors='coerce') (entries that are not numbers "
+            "become missing values); to keep it categorical, name it in "
+            "categorical_features.")
+    prefix = f"{estimator_name}: " if estimator_name else ""
+    warnings.warn(f"{prefix}column {name} holds {what}, so {advice}", UserWarning,
+                  stacklevel=2)
+
+
+def _numeric_share(pd, values):
+    parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
+    return float(parsed.notna().mean())
+
+
 def _missing_mask(values):
     """NaN, None, pandas NA/NaT entries of a 1-D array."""
     try:
@@ -365,7 +422,7 @@ class Preparation:
 
     # -- input -------------------------------------------------------------
 
-    def _categorical_mask(self, X, n_features, feature_names):
+    def _categorical_mask(self, X, n_features, feature_names, estimator_name):
         spec = self.categorical_features
         mask = np.zeros(n_features, dtype=bool)
         if spec is None:
@@ -376,6 +433,9 @@ class Preparation:
                                  f"column indices, names or a boolean mask; got {spec!r}")
             if _is_frame(X):
                 mask[:] = [_dtype_is_categorical(dt) for dt in X.dtypes]
+                for j in np.flatnonzero(mask):
+                    warn_numeric_text(X.iloc[:, j], _column_name(feature_names, j),
+                                      estimator_name)
             return mask
         mask[_resolve_columns(spec, "categorical_features", n_features, feature_names)] = True
         return mask
@@ -391,7 +451,8 @@ class Preparation:
             if not (hasattr(X, "shape") and len(X.shape) == 2):
                 X = check_array(X, dtype=None, ensure_all_finite=False)
             names = [str(c) for c in X.columns] if _is_frame(X) else None
-            self.is_categorical_ = self._categorical_mask(X, X.shape[1], names)
+            self.is_categorical_ = self._categorical_mask(X, X.shape[1], names,
+                                                          type(estimator).__name__)
         if _is_frame(X) and X.shape[1] == self.is_categorical_.shape[0]:
             # numpy's own message for these ("could not be promoted") names
             # neither the column nor what to do, and pandas turns some of

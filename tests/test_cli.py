@@ -428,3 +428,46 @@ def test_export_sql_and_python_reproduce_predict(data_csv, tmp_path):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     assert_usage_error(run("export", model_path), "one of the arguments --sql --python")
     assert_usage_error(run("export", data_csv, "--sql"), "cannot load a model")
+
+
+@pytest.mark.parametrize("sep, decimal, suffix", [
+    (",", ".", ".csv"), (";", ".", ".csv"), ("\t", ".", ".tsv"), ("|", ".", ".csv.gz"),
+    (";", ",", ".csv"), (";", ",", ".csv.bz2"), (",", ".", ".csv.xz")])
+def test_separator_and_decimal_comma_are_detected(mixed_frame, tmp_path, sep, decimal,
+                                                  suffix):
+    # A text column holding the separator of another dialect must not fool it.
+    frame = mixed_frame.assign(note=np.where(np.arange(len(mixed_frame)) % 3, "a, b; c",
+                                             "d|e"))
+    path = tmp_path / f"table{suffix}"
+    frame.to_csv(path, sep=sep, decimal=decimal, index=False)
+    model = tmp_path / "model.joblib"
+    result = run("fit", path, "--target", "target", "--max-depth", 2, "--test-size", 0,
+                 "--out", model)
+    assert result.returncode == 0, result.stderr
+    import joblib
+
+    fitted = joblib.load(model)
+    assert list(fitted.feature_names_in_) == ["color", "grade", "x", "note"]
+    np.testing.assert_array_equal(fitted.is_categorical_, [True, False, False, True])
+    ref = pd.read_csv(path, sep=sep, decimal=decimal)
+    np.testing.assert_array_equal(ref["x"].to_numpy(), mixed_frame["x"].to_numpy())
+    result = run("predict", model, path)
+    assert result.returncode == 0, result.stderr
+    got = np.array([float(v) for v in result.stdout.splitlines()[1:]])
+    np.testing.assert_array_equal(got, fitted.predict(ref.drop(columns="target")))
+
+
+def test_numbers_read_as_text_are_pointed_out(mixed_frame, tmp_path):
+    frame = mixed_frame.assign(x=mixed_frame["x"].round(1)).astype({"x": object})
+    frame.loc[5, "x"] = "?"
+    path = tmp_path / "typo.csv"
+    frame.to_csv(path, index=False)
+    result = run("fit", path, "--target", "target", "--max-depth", 2)
+    assert result.returncode == 0, result.stderr
+    warning = [line for line in result.stderr.splitlines() if "'x'" in line]
+    assert len(warning) == 1, result.stderr
+    assert warning[0].startswith("clarytree: warning: column 'x' holds text, yet ")
+    assert "(the others: '?')" in warning[0] and "--categorical x" in warning[0]
+    assert "color" not in result.stderr        # real text is not flagged
+    result = run("fit", path, "--target", "target", "--max-depth", 2, "--categorical", "x")
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr

@@ -627,3 +627,15 @@ def test_values_too_large_to_standardize_name_their_column():
     X = pd.DataFrame({"ok": rng.normal(size=60), "huge": rng.normal(size=60) * 1e200})
     with pytest.raises(ValueError, match=r"column\(s\) 'huge' cannot be standardized"):
         MBNDTClassifier(**FAST).fit(X, np.arange(60) % 2)
+
+
+def test_numbers_stored_as_text_warn():
+    rng = np.random.default_rng(0)
+    x = np.round(rng.normal(size=120), 2)
+    frame = pd.DataFrame({"x": pd.Series(x.astype(str), dtype=object),
+                          "kept": pd.Categorical((x > 0).astype(int).astype(str))})
+    frame.loc[4, "x"] = "?"
+    with pytest.warns(UserWarning, match=r"MBNDTClassifier: column 'x' holds text, yet 119 "
+                                         r"of its 120 present values are numbers") as rec:
+        MBNDTClassifier(**FAST, random_state=0).fit(frame, (x > 0).astype(int))
+    assert not [w for w in rec if "'kept'" in str(w.message)]

@@ -1,6 +1,7 @@
 """The preparation room: roles, encoding, weights, pools and bins."""
 
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -348,3 +349,34 @@ def test_a_column_listed_twice_is_an_error(parameter, spec, named):
     with pytest.raises(ValueError, match=rf"{parameter} lists column\(s\) "
                                          rf"{re.escape(named)} more than once"):
         CLARITreeRegressor(**{parameter: spec}).fit(X, y)
+
+
+def test_numbers_stored_as_text_warn_when_inferred_categorical():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 200
+    x = rng.normal(size=n)
+    frame = pd.DataFrame({
+        "typo": pd.Series(np.round(x, 3).astype(str), dtype=object),
+        "coded": pd.Series([f"{v:05d}" for v in rng.integers(0, 99999, n)], dtype="string"),
+        "words": rng.choice(["a", "b", "c"], n),
+        "cat": pd.Categorical(rng.integers(0, 3, n).astype(str)),
+    })
+    frame.loc[[3, 9], "typo"] = ["?", "n/a"]
+    y = x + (frame["words"] == "a")
+    with pytest.warns(UserWarning) as record:
+        CLARITreeRegressor(max_depth=1).fit(frame, y)
+    messages = [str(w.message) for w in record if "holds" in str(w.message)]
+    assert len(messages) == 2, messages
+    assert messages[0].startswith(
+        f"CLARITreeRegressor: column 'typo' holds text, yet {n - 2} of its {n} present "
+        "values are numbers (the others: '?', 'n/a')")
+    assert "pd.to_numeric(X['typo'], errors='coerce')" in messages[0]
+    assert messages[1].startswith("CLARITreeRegressor: column 'coded' holds numbers "
+                                  "stored as text")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CLARITreeRegressor(max_depth=1, categorical_features=["typo", "coded", "words",
+                                                              "cat"]).fit(frame, y)
+        CLARITreeRegressor(max_depth=1).fit(frame[["words", "cat"]], y)

@@ -194,7 +194,7 @@ class _BaseMBNDT(BaseEstimator):
         rng = check_random_state(self.random_state)
         split_seed, torch_seed, prep_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=3))
 
-        kinds = infer_column_kinds(X)
+        kinds = infer_column_kinds(X, type(self).__name__)
         raw = raw_table(X, kinds)
         self._column_kinds = kinds
         ct = build_preprocessor(kinds, raw, self.max_onehot_levels, self.rank_gauss,

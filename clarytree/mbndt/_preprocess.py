@@ -26,7 +26,15 @@ from sklearn.preprocessing import (
     TargetEncoder,
 )
 
+from .._preparation import warn_numeric_text
+
 MISSING = "__missing__"
+
+_NUMERIC_TEXT_ADVICE = (
+    "it is a categorical column (one level per value). To split it as a number, convert "
+    "it first, e.g. X[{name}] = pd.to_numeric(X[{name}], errors='coerce') (entries that "
+    "are not numbers become missing values); to keep it categorical and silence this, "
+    "make it a pandas 'category' column.")
 
 
 def _is_missing(v):
@@ -63,24 +71,30 @@ def _to_str_column(col):
     return out
 
 
-def infer_column_kinds(X):
+def infer_column_kinds(X, estimator_name=None):
     """Return a list with ``"num"`` or ``"cat"`` for every column of ``X``.
 
     ``X`` is a 2-D numpy array (any dtype) or a pandas DataFrame.  Numeric dtypes
     are numeric; object/string/category columns are numeric only when every
-    non-missing value is a real number.
+    non-missing value is a real number.  A text column of a DataFrame whose
+    values are (mostly) numbers written as text is categorical, with a warning
+    (``warn_numeric_text``).
     """
     if hasattr(X, "dtypes") and hasattr(X, "iloc"):
         kinds = []
         for j in range(X.shape[1]):
             col = X.iloc[:, j]
             kind = col.dtype.kind
-            _reject_time(kind, col.dtype, repr(str(X.columns[j])))
+            name = repr(str(X.columns[j]))
+            _reject_time(kind, col.dtype, name)
             if kind in "iuf" or kind == "b":
                 kinds.append("num")
             else:
                 vals = col.to_numpy(dtype=object)
                 kinds.append("num" if _column_is_numeric(vals) else "cat")
+                if kinds[-1] == "cat":
+                    warn_numeric_text(col, name, estimator_name, _NUMERIC_TEXT_ADVICE.format(
+                        name=name))
         return kinds
     X = np.asarray(X)
     _reject_time(X.dtype.kind, X.dtype, "x[0]")
