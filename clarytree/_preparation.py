@@ -230,6 +230,25 @@ def _dtype_is_categorical(dtype):
             or kind in ("O", "b", "U", "S"))
 
 
+def _not_numeric_message(values, name, fitting):
+    """Why a numeric column's values failed to convert, naming an offender."""
+    values = np.asarray(values, dtype=object)
+    example = ""
+    for row, v in enumerate(values):
+        if _missing_mask(np.array([v], dtype=object))[0]:
+            continue
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            example = f" ({v!r} in row {row})"
+            break
+    if fitting:
+        return (f"column {name} is not numeric{example}; declare it in "
+                "categorical_features (or encode it as numbers)")
+    return (f"column {name} was numeric in fit but holds a value that is not a "
+            f"number{example}; give it as numbers, with NaN or None where it is missing")
+
+
 # Share of a text column's present values that must read as numbers for
 # the column to look like a numeric one whose dtype a few stray entries
 # (a "?" or "n/a" marker, a typo) turned into text.
@@ -508,7 +527,7 @@ class Preparation:
             names = getattr(estimator, "feature_names_in_", None)
             raise _infinity_error([_column_name(names, j) for j in np.flatnonzero(bad)])
 
-    def _numeric_column(self, estimator, values, j):
+    def _numeric_column(self, estimator, values, j, fitting=False):
         names = getattr(estimator, "feature_names_in_", None)
         try:
             if hasattr(values, "to_numpy"):
@@ -518,9 +537,8 @@ class Preparation:
                 out = np.full(values.shape[0], np.nan)
                 out[~missing] = np.asarray(values[~missing], dtype=np.float64)
         except (TypeError, ValueError):
-            raise ValueError(
-                f"column {_column_name(names, j)} is not numeric; declare it in "
-                "categorical_features (or encode it as numbers)") from None
+            raise ValueError(_not_numeric_message(values, _column_name(names, j),
+                                                  fitting)) from None
         if np.isinf(out).any():
             raise _infinity_error([_column_name(names, j)])
         return out
@@ -660,7 +678,8 @@ class Preparation:
                 if self.is_categorical_[j]:
                     X_enc[:, j] = self._learn_levels(estimator, j, columns[j], w)
                 else:
-                    X_enc[:, j] = self._numeric_column(estimator, columns[j], j)
+                    X_enc[:, j] = self._numeric_column(estimator, columns[j], j,
+                                                       fitting=True)
         else:
             X_enc = X_num
         missing = np.isnan(X_enc).any(axis=0)

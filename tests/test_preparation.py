@@ -336,6 +336,21 @@ def test_text_in_an_undeclared_array_column_is_named():
     assert not est.is_categorical_.any()
 
 
+def test_text_in_a_numeric_column_names_the_value():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=30), "b": rng.choice(["u", "v"], 30)})
+    y = rng.normal(size=30)
+    typo = frame.astype({"a": object})
+    typo.loc[[4, 7], "a"] = [None, "1,5"]
+    with pytest.raises(ValueError, match=r"column 'a' is not numeric \('1,5' in row 7\); "
+                                         "declare it"):
+        CLARITreeRegressor(categorical_features=["b"]).fit(typo, y)
+    est = CLARITreeRegressor(max_depth=1).fit(frame, y)
+    with pytest.raises(ValueError, match=r"column 'a' was numeric in fit but holds a value "
+                                         r"that is not a number \('1,5' in row 7\)"):
+        est.predict(typo)
+
+
 @pytest.mark.parametrize("parameter", ["regression_features", "categorical_features"])
 @pytest.mark.parametrize("spec, named", [([0, 0], "[0]"), ([1, -2], "[1]"),
                                          (["x", "x"], "['x']")])

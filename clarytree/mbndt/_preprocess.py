@@ -165,10 +165,11 @@ def _numeric_column(col, name):
         else:
             try:
                 out[i] = float(v)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(
-                    f"Column {name} was numeric during fit but contains the non-numeric "
-                    f"value {v!r} (row {i}).") from exc
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"column {name} was numeric in fit but holds a value that is not a "
+                    f"number ({v!r} in row {i}); give it as numbers, with NaN or None "
+                    "where it is missing") from None
     return out
 
 
