@@ -127,6 +127,13 @@ def _assemble_builder(context, lookahead, max_depth):
     return builder
 
 
+# Histogram features keep every node's sums per bin: n_stats (about k^2 / 2
+# for k regression features) per bin and node slot, which outgrows memory
+# on wide tables (500 regression features: ~100 GB), while a sorted sweep
+# keeps O(k^2) per node.  Past this size of one thread's workspace, every
+# numeric feature is swept (same trees; level sets stay histograms).
+MAX_HISTOGRAM_BYTES = 2 << 30
+
 # A parallel fit may use at most this multiple of the single-thread working
 # set (data, design, bins, row orders, one workspace).
 MAX_MEMORY_MULTIPLE = 4
@@ -226,6 +233,13 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
                         route, categorical=prep.split_categorical(),
                         missing=prep.split_missing(),
                         bounded_scan=bounded_scan)
+    if (max_hist_bins > 0 and splitter.n_swept < splitter.n_features
+            and workspace_bytes(splitter, estimator.max_depth, False) > MAX_HISTOGRAM_BYTES):
+        max_hist_bins = 0
+        data.bins, data.order, data.n_bins = prep.bins(data.X, max_hist_bins)
+        splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion,
+                            max_hist_bins, route, categorical=prep.split_categorical(),
+                            missing=prep.split_missing(), bounded_scan=bounded_scan)
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)

@@ -90,3 +90,35 @@ def test_fit_tree_routes_and_counters():
         _fit_tree(est, X, y, route=5)
     with pytest.raises(ValueError, match="max_depth"):
         _fit_tree(CLARITreeRegressor(max_depth=-1), X, y)
+
+
+@pytest.mark.parametrize("lookahead", [0, 1])
+def test_histograms_past_the_memory_budget_become_sweeps(monkeypatch, lookahead):
+    # Wide tables: the per-bin sums of histogram features (k^2 / 2 per bin
+    # and node slot for k regression features) would not fit in memory, so
+    # numeric features are swept instead; the tree is the same.
+    import pandas as pd
+
+    import clarytree._classes as classes
+
+    rng = np.random.default_rng(5)
+    X, y = make_piecewise_linear(n_samples=400, n_features=3, noise=0.3, random_state=2)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame.loc[rng.random(400) < 0.1, "b"] = np.nan
+    frame["k"] = rng.choice(["u", "v", "w"], 400)
+    y = y + 2.0 * (frame["k"] == "v")
+    est = CLARITreeRegressor(max_depth=3, lookahead_depth=lookahead, n_thresholds=12)
+    _, hist = _fit_tree(est, frame, y)
+    ref = est.tree_
+    assert hist["n_bulk_sweeps"] == hist["n_incremental_sweeps"] == 0
+    assert est.get_n_leaves() >= 4 and est.tree_.is_categorical.any()
+    monkeypatch.setattr(classes, "MAX_HISTOGRAM_BYTES", 1)
+    swept = CLARITreeRegressor(**est.get_params())
+    _, counters = _fit_tree(swept, frame, y)
+    assert counters["n_bulk_sweeps"] + counters["n_incremental_sweeps"] > 0
+    for field in ("feature", "children_left", "children_right", "missing_go_left"):
+        np.testing.assert_array_equal(getattr(swept.tree_, field), getattr(ref, field))
+    np.testing.assert_allclose(swept.tree_.threshold, ref.threshold)
+    assert swept.objective_ == pytest.approx(est.objective_, rel=1e-9)
+    np.testing.assert_allclose(swept.predict(frame), est.predict(frame), rtol=1e-9,
+                               atol=1e-9)
