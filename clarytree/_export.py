@@ -644,7 +644,7 @@ class _BinaryFamily(TreeFamily):
 
     def restore(self, estimator, data):
         from ._preparation import Preparation
-        from ._tree import CATEGORY_WORDS, Tree
+        from ._tree import CATEGORY_WORDS, TREE_LEAF, Tree
 
         n_features = int(data["n_features_in"])
         arrays = dict(data["tree"])
@@ -674,8 +674,20 @@ class _BinaryFamily(TreeFamily):
         estimator.categories_ = prep.categories_
         estimator.merged_categories_ = prep.merged_categories_
         estimator.missing_features_ = prep.missing_features_
+        tree = estimator.tree_
+        split = tree.children_left != TREE_LEAF
+        if np.any(tree.is_categorical[split].astype(bool)
+                  != prep.is_categorical_[tree.feature[split]]):
+            raise ValueError("a node's split kind (is_categorical) must match its column's "
+                             "in the preparation")
         estimator.objective_ = float(data["objective"])
-        estimator.regression_features_ = np.asarray(data["regression_features"], dtype=np.intp)
+        reg = np.asarray(data["regression_features"])
+        if reg.ndim != 1 or (reg.size and (reg.dtype.kind not in "iu"
+                                           or reg.min() < 0 or reg.max() >= n_features
+                                           or np.unique(reg).size != reg.size)):
+            raise ValueError("regression_features must be distinct indices of the input "
+                             f"columns (0 to {n_features - 1})")
+        estimator.regression_features_ = reg.astype(np.intp)
         if "min_samples_leaf" in data:
             estimator.min_samples_leaf_ = int(data["min_samples_leaf"])
 

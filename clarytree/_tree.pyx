@@ -14,6 +14,27 @@ _ARRAYS = ("children_left", "children_right", "feature", "threshold",
 _OPTIONAL_ARRAYS = ("gap_lower", "gap_upper")
 
 
+def _int_array(values, name, dtype):
+    """``values`` as a contiguous integer array; non-integral numbers are an error."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f":
+        if not np.all(np.isfinite(array) & (array == np.round(array))):
+            raise ValueError(f"{name} must hold integers")
+    elif array.size and array.dtype.kind not in "iub":
+        raise ValueError(f"{name} must hold integers, got dtype {array.dtype}")
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+def _flag_array(values, name, count):
+    """A 0/1 flag per node (all 0 when ``values`` is None)."""
+    if values is None:
+        return np.zeros(count, dtype=np.uint8)
+    array = _int_array(values, name, np.intp)
+    if np.any((array != 0) & (array != 1)):
+        raise ValueError(f"{name} must hold 0 or 1")
+    return np.ascontiguousarray(array, dtype=np.uint8)
+
+
 def _rebuild(arrays):
     """Unpickle a :class:`Tree` (any set of optional arrays)."""
     return Tree.from_arrays(arrays)
@@ -125,12 +146,12 @@ cdef class Tree:
                  weighted_n_node_samples=None, fill_value=None, box_lower=None,
                  box_upper=None, target_lower=None, target_upper=None, model_share=None):
         self.n_features = n_features
-        self.children_left = np.ascontiguousarray(children_left, dtype=np.intp)
+        self.children_left = _int_array(children_left, "children_left", np.intp)
         self.node_count = self.children_left.shape[0]
-        self.children_right = np.ascontiguousarray(children_right, dtype=np.intp)
-        self.feature = np.ascontiguousarray(feature, dtype=np.intp)
+        self.children_right = _int_array(children_right, "children_right", np.intp)
+        self.feature = _int_array(feature, "feature", np.intp)
         self.threshold = np.ascontiguousarray(threshold, dtype=np.float64)
-        self.n_node_samples = np.ascontiguousarray(n_node_samples, dtype=np.intp)
+        self.n_node_samples = _int_array(n_node_samples, "n_node_samples", np.intp)
         self.node_objective = np.ascontiguousarray(node_objective, dtype=np.float64)
         self.intercept = np.ascontiguousarray(intercept, dtype=np.float64)
         self.coef = np.ascontiguousarray(coef, dtype=np.float64).reshape(
@@ -138,10 +159,8 @@ cdef class Tree:
         self.gap_lower = self._optional(gap_lower)
         self.gap_upper = self._optional(gap_upper)
         count = self.node_count
-        self.missing_go_left = np.ascontiguousarray(
-            np.zeros(count) if missing_go_left is None else missing_go_left, dtype=np.uint8)
-        self.is_categorical = np.ascontiguousarray(
-            np.zeros(count) if is_categorical is None else is_categorical, dtype=np.uint8)
+        self.missing_go_left = _flag_array(missing_go_left, "missing_go_left", count)
+        self.is_categorical = _flag_array(is_categorical, "is_categorical", count)
         self.categories_left = np.ascontiguousarray(
             np.zeros((count, CATEGORY_WORDS)) if categories_left is None
             else categories_left, dtype=np.uint32).reshape(count, CATEGORY_WORDS)
@@ -195,6 +214,10 @@ cdef class Tree:
         if np.any(internal & ((left <= ids) | (right <= ids) | (left >= count)
                               | (right >= count))):
             raise ValueError("children must be later nodes of the tree")
+        parents = np.bincount(np.r_[left[internal], right[internal]], minlength=count)
+        if parents[0] != 0 or np.any(parents[1:] != 1):
+            raise ValueError("every node but the root must be the child of exactly one "
+                             "node")
         feat = self.feature[internal]
         if np.any((feat < 0) | (feat >= self.n_features)):
             raise ValueError("split features must index the input columns")

@@ -279,6 +279,39 @@ def test_from_dict_rejects_bad_input(model):
         from_dict(broken)
 
 
+def _edited(description, **tree):
+    """A JSON copy of ``description`` with tree entries set ``{name: (node, value)}``."""
+    out = json.loads(json.dumps(description))
+    for name, (node, value) in tree.items():
+        out["tree"][name][node] = value
+    return out
+
+
+def test_from_dict_rejects_inconsistent_trees(model):
+    # A hand-edited description that the core would route wrongly (or read
+    # out of bounds) is an error, never a model.
+    good = to_dict(model)
+    left = good["tree"]["children_left"]
+    split = next(i for i, c in enumerate(left) if c >= 0)
+    cases = [
+        ({"children_left": (split, 99)}, "children must be later nodes"),
+        ({"children_left": (split, split)}, "children must be later nodes"),
+        ({"children_right": (split, left[split])}, "child of exactly one node"),
+        ({"children_left": (split, left[split] + 0.5)}, "children_left must hold integers"),
+        ({"feature": (split, 7)}, "split features must index the input columns"),
+        ({"feature": (split, "a")}, "feature must hold integers"),
+        ({"missing_go_left": (split, 5)}, "missing_go_left must hold 0 or 1"),
+        ({"is_categorical": (split, 1)}, r"split kind \(is_categorical\) must match"),
+    ]
+    for edits, message in cases:
+        with pytest.raises(ValueError, match=message):
+            from_dict(_edited(good, **edits))
+    for reg in ([0, 0], [0, 9], [-1], [0.5]):
+        with pytest.raises(ValueError, match="regression_features must be distinct"):
+            from_dict({**good, "regression_features": reg})
+    np.testing.assert_array_equal(from_dict(_edited(good)).tree_.feature, model.tree_.feature)
+
+
 def test_leaf_table_reproduces_predictions(model, data):
     X, _ = data
     table = leaf_table(model, significant_digits=None)
@@ -454,3 +487,41 @@ def test_core_export_never_imports_mbndt_internals():
     source = open(core.__file__, encoding="utf-8").read()
     assert not re.search(r"mbndt\._|from \.mbndt|import clarytree\.mbndt\.", source)
     assert "family ==" not in source and "hasattr(tree" not in source
+
+
+def test_from_dict_rejects_inconsistent_mbndt_trees():
+    pytest.importorskip("torch")
+    from clarytree.mbndt import MBNDTClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    model = MBNDTClassifier(max_depth=2, n_branches=3, n_restarts=1, max_epochs=30,
+                            random_state=0).fit(X, (X[:, 0] + X[:, 1] > 0).astype(int))
+    good = json.loads(json.dumps(to_dict(model)))
+    nodes = good["tree"]["nodes"]
+    split = next(i for i, nd in enumerate(nodes) if nd["feature"] >= 0 and i > 0)
+    leaf = next(i for i, nd in enumerate(nodes) if nd["feature"] < 0)
+
+    def edited(node, key, value):
+        out = json.loads(json.dumps(good))
+        out["tree"]["nodes"][node][key] = value
+        return out
+
+    kids = nodes[split]["children"]
+    cases = [
+        (edited(split, "children", [0] + kids[1:]), "all later nodes"),
+        (edited(split, "children", [kids[1]] + kids[1:]), "child of exactly one node"),
+        (edited(0, "children", nodes[0]["children"][:-1] + [split]),
+         "child of exactly one node"),
+        (edited(split, "children", [kids[0] + 0.5] + kids[1:]), "children must hold integers"),
+        (edited(split, "feature", 7), "split features must index"),
+        (edited(split, "cuts", nodes[split]["cuts"][::-1]), "increasing cut points"),
+        (edited(split, "cuts", nodes[split]["cuts"][:1]), "increasing cut points"),
+        (edited(split, "categorical", True), "tests column .* as categorical"),
+        (edited(leaf, "value", [None] * len(nodes[leaf]["value"])), "non-finite value"),
+        (edited(leaf, "children", [1, 2]), "has children"),
+    ]
+    for description, message in cases:
+        with pytest.raises(ValueError, match=message):
+            from_dict(description)
+    np.testing.assert_array_equal(from_dict(good).predict(X), model.predict(X))

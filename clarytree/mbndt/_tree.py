@@ -14,7 +14,7 @@ An internal node tests one *raw* input column:
 import numpy as np
 from scipy import sparse
 
-from .._tree import TREE_UNDEFINED
+from .._tree import TREE_UNDEFINED, _int_array
 
 
 class MultiwayTree:
@@ -59,19 +59,24 @@ class MultiwayTree:
 
     def __init__(self, nodes, column_kinds, impute_values, n_features):
         n = len(nodes)
+        if n < 1:
+            raise ValueError("a tree needs at least one node")
         self.column_kinds = list(column_kinds)
         self.impute_values = dict(impute_values)
         self.n_features = n_features
         # Any negative feature marks a leaf (descriptions written before the
         # shared sentinel used -1); stored as TREE_UNDEFINED.
-        feature = np.array([nd["feature"] for nd in nodes], dtype=np.intp)
+        feature = _int_array([nd["feature"] for nd in nodes], "feature", np.intp)
         self.feature = np.where(feature < 0, TREE_UNDEFINED, feature)
         self.is_categorical = np.array([nd.get("categorical", False) for nd in nodes], bool)
-        self.depth = np.array([nd["depth"] for nd in nodes], dtype=np.intp)
-        self.n_node_samples = np.array([nd["n_samples"] for nd in nodes], dtype=np.intp)
+        self.depth = _int_array([nd["depth"] for nd in nodes], "depth", np.intp)
+        self.n_node_samples = _int_array([nd["n_samples"] for nd in nodes], "n_samples",
+                                         np.intp)
         undefined = TREE_UNDEFINED
-        self.leaf_origin = np.array([nd.get("origin", undefined) for nd in nodes], np.intp)
-        self.default_child = np.array([nd.get("default", undefined) for nd in nodes], np.intp)
+        self.leaf_origin = _int_array([nd.get("origin", undefined) for nd in nodes],
+                                      "origin", np.intp)
+        self.default_child = _int_array([nd.get("default", undefined) for nd in nodes],
+                                        "default", np.intp)
         n_out = len(next(nd["value"] for nd in nodes if nd["feature"] < 0))
         n_logit = len(next(nd["logit"] for nd in nodes if nd["feature"] < 0))
         self.value = np.zeros((n, n_out))
@@ -90,6 +95,52 @@ class MultiwayTree:
                                   for gs in gaps], np.float64)
         self.cat_ptr, self.cat_values = _csr([nd.get("cat_values", []) for nd in nodes], object)
         _, self.cat_child = _csr([nd.get("cat_child", []) for nd in nodes], np.intp)
+        self._validate([nd.get("children", []) for nd in nodes])
+
+    def _validate(self, children):
+        """Reject a description that would route rows wrongly (or not at all)."""
+        n = self.node_count
+        if len(self.column_kinds) != self.n_features:
+            raise ValueError(f"column_kinds must have {self.n_features} entries")
+        parents = np.zeros(n, dtype=np.intp)
+        for node in range(n):
+            kids = _int_array(children[node], "children", np.intp)
+            f = self.feature[node]
+            if f < 0:
+                if kids.size:
+                    raise ValueError(f"leaf {node} has children")
+                if not np.all(np.isfinite(self.value[node])):
+                    raise ValueError(f"leaf {node} has a non-finite value")
+                continue
+            if f >= self.n_features:
+                raise ValueError("split features must index the input columns")
+            if kids.size < 2 or np.any(kids <= node) or np.any(kids >= n):
+                raise ValueError(f"node {node} needs at least two children, all later "
+                                 "nodes of the tree")
+            parents[kids] += 1
+            if np.any(self.depth[kids] != self.depth[node] + 1):
+                raise ValueError(f"the children of node {node} must be one level deeper")
+            if self.is_categorical[node] != (self.column_kinds[f] == "cat"):
+                raise ValueError(f"node {node} tests column {f} as "
+                                 f"{'categorical' if self.is_categorical[node] else 'numeric'}"
+                                 f", but its kind is {self.column_kinds[f]!r}")
+            if self.is_categorical[node]:
+                table = self.cat_child[self.cat_ptr[node]:self.cat_ptr[node + 1]]
+                default = self.default_child[node]
+                if np.any((table < 0) | (table >= kids.size)) or not 0 <= default < kids.size:
+                    raise ValueError(f"the category table of node {node} must name child "
+                                     f"positions 0 to {kids.size - 1}")
+                continue
+            cuts = self.cuts[self.cuts_ptr[node]:self.cuts_ptr[node + 1]]
+            if (cuts.size != kids.size - 1 or not np.all(np.isfinite(cuts))
+                    or np.any(np.diff(cuts) <= 0)):
+                raise ValueError(f"node {node} needs {kids.size - 1} finite, increasing "
+                                 "cut points, one fewer than its children")
+            if int(f) not in self.impute_values:
+                raise ValueError(f"numeric column {f} has no imputation value")
+        if self.depth[0] != 0 or parents[0] != 0 or np.any(parents[1:] != 1):
+            raise ValueError("every node but the root (depth 0) must be the child of "
+                             "exactly one node")
 
     # ------------------------------------------------------------ properties
     @property
