@@ -465,10 +465,34 @@ def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+# Names the generated source defines besides the function (see export_python).
+_MISSING_HELPER = "_clarytree_missing"
+_RESERVED_NAMES = {_MISSING_HELPER, "_leaf", "_PREDICTION", "_PROBA"}
+
+
 def _check_function_name(name):
     if not isinstance(name, str) or not _IDENT.match(name) or keyword.iskeyword(name):
         raise ValueError(f"function_name must be a Python identifier, got {name!r}")
+    if name in _RESERVED_NAMES or name.removesuffix("_proba") in _RESERVED_NAMES:
+        raise ValueError(f"function_name {name!r} is taken by the generated source's own "
+                         "definitions")
     return name
+
+
+# None, NaN, or a value whose self-comparison is not a truth value (pandas'
+# NA): what ``predict`` reads as missing, written without any import.
+_MISSING_SOURCE = [
+    f"def {_MISSING_HELPER}(v):",
+    '    """Whether v is a missing value (None, NaN or pandas.NA)."""',
+    "    if v is None:",
+    "        return True",
+    "    try:",
+    "        return bool(v != v)",
+    "    except TypeError:",
+    "        return True",
+    "",
+    "",
+]
 
 
 def _comment_text(name):
@@ -482,7 +506,7 @@ def _comment_text(name):
 
 
 def _py_missing(var):
-    return f"({var} is None or {var} != {var})"
+    return f"{_MISSING_HELPER}({var})"
 
 
 def _py_clip(var, lo, hi):
@@ -543,7 +567,7 @@ def binary_python(estimator, names, function_name, doc):
             elif mleft:
                 test = f"{_py_missing(var)} or {var} <= {_lit(t)}"
             else:
-                test = f"{var} is not None and {var} <= {_lit(t)}"
+                test = f"not {_py_missing(var)} and {var} <= {_lit(t)}"
         lines.append(f"{pad}if {test}:  # {names[f]}")
         emit(left, indent + 1)
         lines.append(f"{pad}else:")
@@ -557,12 +581,15 @@ def export_python(estimator, function_name="predict", feature_names=None):
     """Source of a dependency-free Python function that reproduces ``predict``.
 
     The function takes one row ``x``, a sequence of raw values in the order
-    of the model's input columns (missing values as ``None`` or
-    ``float("nan")``; categorical values as they appeared in training), and
+    of the model's input columns (missing values as ``None``,
+    ``float("nan")`` or ``pandas.NA``, so that the rows of a DataFrame with
+    nullable dtypes can be passed as they are; categorical values as they
+    appeared in training), and
     returns what ``estimator.predict`` returns for that row, bit for bit: the
     tests and leaf models are the model's, with every number written as its
     shortest round-trip literal and the leaf sum in ``predict``'s order.
-    ``extrapolation="clip"`` is reproduced. For MBNDT the source also defines
+    ``extrapolation="clip"`` is reproduced. Where missing values are tested
+    the source also defines ``_clarytree_missing(v)``. For MBNDT it defines
     ``_leaf(x)`` (the leaf id, as ``apply``) and, for classifiers,
     ``<function_name>_proba(x)``; the MBNDT preprocessing the tree needs
     (median imputation of numeric columns, string matching of categories) is
@@ -574,7 +601,9 @@ def export_python(estimator, function_name="predict", feature_names=None):
         CLARITreeRegressor, CholeskyTreeRegressor, MBNDTRegressor or
         MBNDTClassifier.
     function_name : str, default="predict"
-        Name of the generated function.
+        Name of the generated function: a Python identifier other than the
+        source's own definitions (``_leaf``, ``_PREDICTION``, ``_PROBA``,
+        ``_clarytree_missing``).
     feature_names : sequence of str, optional
         Names shown in comments (see :func:`export_sql`).
 
@@ -606,4 +635,7 @@ def export_python(estimator, function_name="predict", feature_names=None):
         "",
     ]
     doc = f'    """Prediction for one row x ({columns})."""'
-    return "\n".join(header + family.python_source(estimator, names, function_name, doc)) + "\n"
+    body = family.python_source(estimator, names, function_name, doc)
+    if any(f"{_MISSING_HELPER}(" in line for line in body):
+        header += _MISSING_SOURCE
+    return "\n".join(header + body) + "\n"

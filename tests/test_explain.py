@@ -402,6 +402,37 @@ def test_python_export_rejects_bad_names(data):
     for bad in ("1x", "class", "a-b", ""):
         with pytest.raises(ValueError, match="identifier"):
             export_python(model, function_name=bad)
+    for taken in ("_leaf", "_clarytree_missing", "_PREDICTION", "_leaf_proba"):
+        with pytest.raises(ValueError, match="taken by the generated source"):
+            export_python(model, function_name=taken)
+
+
+@pytest.mark.parametrize("family", ["clari", "mbndt"])
+def test_python_export_takes_rows_of_nullable_frames(family):
+    # Rows of a DataFrame with nullable dtypes hold pandas.NA for missing
+    # cells, whose comparisons are not truth values.
+    rng = np.random.default_rng(4)
+    n = 300
+    x = rng.normal(size=n)
+    frame = pd.DataFrame({
+        "x": pd.array(np.where(rng.random(n) < 0.15, None, x), dtype="Float64"),
+        "k": pd.array(np.where(rng.random(n) < 0.15, None, rng.integers(0, 3, n)),
+                      dtype="Int64"),
+        "c": pd.array(np.where(rng.random(n) < 0.15, None, rng.choice(["u", "v"], n)),
+                      dtype="string")})
+    y = 2.0 * np.nan_to_num(x) + (frame["c"] == "u").fillna(False).to_numpy()
+    if family == "clari":
+        model = CLARITreeRegressor(max_depth=3).fit(frame, y)
+    else:
+        from clarytree.mbndt import MBNDTRegressor
+
+        model = MBNDTRegressor(max_depth=2, n_restarts=1, max_epochs=30,
+                               random_state=0).fit(frame, y)
+    namespace = {}
+    exec(export_python(model), namespace)
+    rows = frame.astype(object).to_numpy().tolist()
+    assert any(v is pd.NA for row in rows for v in row)
+    np.testing.assert_array_equal([namespace["predict"](r) for r in rows], model.predict(frame))
 
 
 # --------------------------------------------------------------------------
