@@ -229,17 +229,18 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     if estimator.max_depth >= 1:
         _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
                               data.sample_weight, prep.split_missing())
-    splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion, max_hist_bins,
-                        route, categorical=prep.split_categorical(),
-                        missing=prep.split_missing(),
+
+    def make_splitter(bins, order, n_bins):
+        return Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route,
+                        categorical=prep.split_categorical(), missing=prep.split_missing(),
                         bounded_scan=bounded_scan)
+
+    splitter = make_splitter(data.bins, data.order, data.n_bins)
     if (max_hist_bins > 0 and splitter.n_swept < splitter.n_features
             and workspace_bytes(splitter, estimator.max_depth, False) > MAX_HISTOGRAM_BYTES):
         max_hist_bins = 0
         data.bins, data.order, data.n_bins = prep.bins(data.X, max_hist_bins)
-        splitter = Splitter(data.bins, data.order, data.n_bins, msl, criterion,
-                            max_hist_bins, route, categorical=prep.split_categorical(),
-                            missing=prep.split_missing(), bounded_scan=bounded_scan)
+        splitter = make_splitter(data.bins, data.order, data.n_bins)
     lookahead = estimator._effective_lookahead()
     progress = _Progress() if estimator.verbose and lookahead else None
     time_limit = getattr(estimator, "time_limit", None)
@@ -261,11 +262,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
             and builder.lookahead_depth >= 2:
         # A depth-k search cut short refines committed children greedily,
         # which can fall behind the greedy tree: keep whichever is better.
-        bins, order, n_bins = prep.bins(data.X, max_hist_bins)
-        greedy_splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins,
-                                   route, categorical=prep.split_categorical(),
-                                   missing=prep.split_missing(),
-                                   bounded_scan=bounded_scan)
+        greedy_splitter = make_splitter(*prep.bins(data.X, max_hist_bins))
         greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(
             greedy_splitter, criterion, estimator.max_depth, leaf_cost, msl)).build()
         if greedy_objective < objective:

@@ -209,8 +209,7 @@ class _BaseMBNDT(BaseEstimator):
         if bad.any():
             names = getattr(self, "feature_names_in_", None)
             raw_cols = sorted({feature_map(ct)[t][1] for t in np.flatnonzero(bad)})
-            shown = ", ".join(repr(str(names[j])) if names is not None else f"x[{j}]"
-                              for j in raw_cols)
+            shown = ", ".join(_column_name(names, j) for j in raw_cols)
             raise ValueError(
                 f"column(s) {shown} cannot be standardized: their values are too large "
                 "for float64 arithmetic (squares overflow); rescale them, e.g. to "

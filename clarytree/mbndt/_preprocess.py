@@ -26,7 +26,7 @@ from sklearn.preprocessing import (
     TargetEncoder,
 )
 
-from .._preparation import warn_numeric_text
+from .._preparation import _column_name, warn_numeric_text
 
 MISSING = "__missing__"
 
@@ -85,7 +85,7 @@ def infer_column_kinds(X, estimator_name=None):
         for j in range(X.shape[1]):
             col = X.iloc[:, j]
             kind = col.dtype.kind
-            name = repr(str(X.columns[j]))
+            name = _column_name(X.columns, j)
             _reject_time(kind, col.dtype, name)
             if kind in "iuf" or kind == "b":
                 kinds.append("num")
@@ -120,26 +120,24 @@ def raw_table(X, kinds):
     n, p = X.shape
     if all(k == "num" for k in kinds):
         if is_df:
-            cols = [_numeric_column(_frame_column(X, j), _column_name(X, j))
+            cols = [_numeric_column(_frame_column(X, j), _column_name(X.columns, j))
                     for j in range(p)]
             return np.column_stack(cols) if p else np.zeros((n, 0))
         X = np.asarray(X)
         if X.dtype.kind == "O":
-            return np.column_stack([_numeric_column(X[:, j], f"x[{j}]") for j in range(p)])
+            return np.column_stack([_numeric_column(X[:, j], _column_name(None, j))
+                                    for j in range(p)])
         return X.astype(np.float64)
     out = np.empty((n, p), dtype=object)
+    names = X.columns if is_df else None
     for j in range(p):
         if kinds[j] == "num":
             col = _frame_column(X, j) if is_df else np.asarray(X)[:, j]
-            out[:, j] = _numeric_column(col, _column_name(X, j) if is_df else f"x[{j}]")
+            out[:, j] = _numeric_column(col, _column_name(names, j))
         else:
             col = X.iloc[:, j].to_numpy(dtype=object) if is_df else np.asarray(X)[:, j]
             out[:, j] = _to_str_column(col)
     return out
-
-
-def _column_name(X, j):
-    return repr(str(X.columns[j]))
 
 
 def _frame_column(X, j):

@@ -85,7 +85,9 @@ class MultiwayTree:
             if nd["feature"] < 0:
                 self.value[i] = nd["value"]
                 self.leaf_logit[i] = nd["logit"]
-        self.children_ptr, self.children = _csr([nd.get("children", []) for nd in nodes], np.intp)
+        children = [nd.get("children", []) for nd in nodes]
+        _int_array([c for kids in children for c in kids], "children", np.intp)
+        self.children_ptr, self.children = _csr(children, np.intp)
         self.cuts_ptr, self.cuts = _csr([nd.get("cuts", []) for nd in nodes], np.float64)
         gaps = [nd.get("cut_gaps") or [[np.nan, np.nan]] * len(nd.get("cuts", []))
                 for nd in nodes]
@@ -95,16 +97,16 @@ class MultiwayTree:
                                   for gs in gaps], np.float64)
         self.cat_ptr, self.cat_values = _csr([nd.get("cat_values", []) for nd in nodes], object)
         _, self.cat_child = _csr([nd.get("cat_child", []) for nd in nodes], np.intp)
-        self._validate([nd.get("children", []) for nd in nodes])
+        self._validate()
 
-    def _validate(self, children):
+    def _validate(self):
         """Reject a description that would route rows wrongly (or not at all)."""
         n = self.node_count
         if len(self.column_kinds) != self.n_features:
             raise ValueError(f"column_kinds must have {self.n_features} entries")
         parents = np.zeros(n, dtype=np.intp)
         for node in range(n):
-            kids = _int_array(children[node], "children", np.intp)
+            kids = self.children[self.children_ptr[node]:self.children_ptr[node + 1]]
             f = self.feature[node]
             if f < 0:
                 if kids.size:
