@@ -5,6 +5,7 @@ value...) end with one line on stderr and exit status 2, never a traceback.
 """
 
 import argparse
+import codecs
 import csv
 import io
 import json
@@ -108,8 +109,13 @@ def _n_thresholds(text):
 # --------------------------------------------------------------------------
 
 
-def _read_table(path):
-    """Read a CSV (optionally compressed) or Parquet file into a DataFrame."""
+def _read_table(path, encoding=None):
+    """Read a CSV (optionally compressed) or Parquet file into a DataFrame.
+
+    CSV text is decoded as ``encoding``; when None, as UTF-16 or UTF-32 if
+    the file starts with their byte order mark (Excel's "Unicode text"),
+    else as UTF-8 (with or without one).
+    """
     import pandas as pd
 
     if not os.path.exists(path):
@@ -121,10 +127,20 @@ def _read_table(path):
         if lower.endswith((".parquet", ".pq")):
             frame = pd.read_parquet(path)
         else:
-            frame = pd.read_csv(path, **_csv_dialect(path))
+            options = _csv_dialect(path, encoding)
+            frame = pd.read_csv(path, **options)
     except ImportError as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
-    except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except UnicodeError as exc:
+        # pandas decodes in chunks, so its byte position is not the file's.
+        used = encoding or "UTF-8"
+        hint = ("pass its encoding with --encoding, e.g. --encoding cp1252 (Excel on "
+                "Windows) or --encoding latin-1" if encoding is None
+                else "pass the file's encoding with --encoding")
+        raise UsageError(f"cannot read {path}: it is not {used} text "
+                         f"({getattr(exc, 'reason', exc)}); "
+                         f"{hint}") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"cannot read {path}: {first}") from None
     if frame.shape[0] == 0:
@@ -134,17 +150,22 @@ def _read_table(path):
 
 
 _DELIMITERS = (",", ";", "\t", "|")
+_UNICODE_MARKS = (("utf-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
+                  ("utf-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)))
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 _DECIMAL_POINT = re.compile(r"^-?\d*\.\d+$")
 
 
-def _csv_dialect(path, size=1 << 16):
-    """``read_csv`` options for the file's separator (and decimal comma).
+def _csv_dialect(path, encoding=None, size=1 << 16):
+    """``read_csv`` options for the file's encoding, separator and decimal comma.
 
     The separator is a comma when it splits the first rows into the same
     number (> 1) of fields, else the one of ``;``, tab and ``|`` that does
     with the most fields; a semicolon-separated file whose numbers are
-    written ``1,5`` (never ``1.5``) reads them with a decimal comma.  Files
+    written ``1,5`` (never ``1.5``) reads them with a decimal comma.  The
+    encoding, when not given, is UTF-16 or UTF-32 after their byte order
+    mark, else UTF-8; NUL bytes in an encoding other than those are an error
+    (UTF-16 without a mark reads as UTF-8 into names full of NULs).  Files
     whose head cannot be read here (other compressions) keep pandas'
     defaults.
     """
@@ -155,11 +176,23 @@ def _csv_dialect(path, size=1 << 16):
     opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(
         os.path.splitext(path.lower())[1], open)
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
+        with opener(path, "rb") as f:
+            head = f.read(4096)
+        if encoding is None:
+            # UTF-32's little-endian mark starts with UTF-16's: test it first.
+            encoding = next((name for name, marks in _UNICODE_MARKS if head.startswith(marks)),
+                            "utf-8")
+        if b"\0" in head and not encoding.startswith(("utf-16", "utf-32")):
+            # Text has no NUL bytes; UTF-16 without a byte order mark has many.
+            raise UsageError(
+                f"cannot read {path}: it holds NUL bytes, so it is not {encoding} text "
+                "(UTF-16 without a byte order mark?); pass its encoding with --encoding, "
+                "e.g. --encoding utf-16-le")
+        with opener(path, "rt", encoding=encoding, errors="replace", newline="") as f:
             text = f.read(size)
             complete = not f.read(1)
     except (OSError, EOFError, lzma.LZMAError):
-        return {}
+        return {} if encoding is None else {"encoding": encoding}
     best, best_fields, best_rows = ",", 1, []
     for sep in _DELIMITERS:
         try:
@@ -173,7 +206,7 @@ def _csv_dialect(path, size=1 << 16):
             best, best_fields, best_rows = sep, n, rows
             if sep == ",":
                 break       # a consistent comma file is one, whatever its text holds
-    options = {} if best == "," else {"sep": best}
+    options = {"encoding": encoding} if best == "," else {"encoding": encoding, "sep": best}
     cells = [c.strip() for r in best_rows[1:] for c in r]
     if (best == ";" and any(_DECIMAL_COMMA.match(c) for c in cells)
             and not any(_DECIMAL_POINT.match(c) for c in cells)):
@@ -393,7 +426,7 @@ def _cmd_fit(args):
 
     for path, option in ((args.out, "--out"), (args.json, "--json"), (args.plot, "--plot")):
         _check_writable(path, option)
-    frame = _read_table(args.data)
+    frame = _read_table(args.data, args.encoding)
     X, y = _split_target(frame, args.target, args.data)
     categorical = _categorical_columns(X, args.categorical, args.data)
     X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state)
@@ -470,7 +503,7 @@ def _cmd_mbndt(args):
             from None
     from .mbndt import MBNDTClassifier, MBNDTRegressor
 
-    frame = _read_table(args.data)
+    frame = _read_table(args.data, args.encoding)
     if args.target not in frame.columns:
         raise UsageError(
             f"column {args.target!r} not found in {args.data}; columns: {_list(frame.columns)}")
@@ -556,7 +589,7 @@ def _load_model(path):
 def _cmd_predict(args):
     _check_writable(args.out, "--out")
     model = _load_model(args.model)
-    frame = _read_table(args.data)
+    frame = _read_table(args.data, args.encoding)
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
         missing = [str(n) for n in names if str(n) not in frame.columns]
@@ -634,6 +667,19 @@ def _add_verbosity(p):
     p.add_argument("-q", "--quiet", action="store_true", help="never show progress")
 
 
+def _encoding(text):
+    try:
+        return codecs.lookup(text).name
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}") from None
+
+
+def _add_encoding(p):
+    p.add_argument("--encoding", type=_encoding, metavar="CODEC",
+                   help="text encoding of a CSV file, e.g. cp1252 or latin-1 (default: "
+                        "UTF-8)")
+
+
 _DATA_HELP = ("CSV (optionally .gz, .bz2, .xz; separated by commas, semicolons, tabs or "
               "|, detected) or Parquet file")
 
@@ -704,6 +750,7 @@ def build_parser():
     fit.add_argument("--categorical", metavar="COL,...",
                      help="also treat these (numeric) columns as categorical; text and "
                           "bool columns always are")
+    _add_encoding(fit)
     _add_common_output(fit)
     _add_verbosity(fit)
     fit.set_defaults(func=_cmd_fit)
@@ -713,6 +760,7 @@ def build_parser():
     predict.add_argument("model", metavar="MODEL", help="model file written by --out")
     predict.add_argument("data", metavar="DATA",
                          help="CSV or Parquet file with the features (as for fit)")
+    _add_encoding(predict)
     predict.add_argument("--out", metavar="PREDICTIONS.csv",
                          help="write predictions here (default: standard output)")
     predict.set_defaults(func=_cmd_predict)
@@ -756,6 +804,7 @@ def build_parser():
                     help="held-out fraction for the test metrics (0 to train on all rows)")
     mb.add_argument("--random-state", type=_non_negative_int, default=0,
                     help="seed of the split, the initialization and the minibatches")
+    _add_encoding(mb)
     _add_common_output(mb)
     _add_verbosity(mb)
     mb.set_defaults(func=_cmd_mbndt)

@@ -457,6 +457,51 @@ def test_separator_and_decimal_comma_are_detected(mixed_frame, tmp_path, sep, de
     np.testing.assert_array_equal(got, fitted.predict(ref.drop(columns="target")))
 
 
+@pytest.mark.parametrize("encoding, option, sep", [
+    ("cp1252", ["--encoding", "cp1252"], ";"), ("latin-1", ["--encoding", "latin-1"], ","),
+    ("utf-16", [], "\t"), ("utf-32", [], ","), ("utf-8-sig", [], ","),
+    ("utf-16-le", ["--encoding", "utf-16-le"], ",")])
+def test_text_encodings(mixed_frame, tmp_path, encoding, option, sep):
+    # Excel writes cp1252 CSV and UTF-16 "Unicode text"; both marks are detected.
+    frame = mixed_frame.assign(color=mixed_frame["color"].replace(
+        {"red": "rouge été", "green": "grün"}))
+    path = tmp_path / "table.csv"
+    frame.to_csv(path, sep=sep, index=False, encoding=encoding)
+    model = tmp_path / "model.joblib"
+    result = run("fit", path, "--target", "target", "--max-depth", 2, "--test-size", 0,
+                 "--out", model, *option)
+    assert result.returncode == 0, result.stderr
+    import joblib
+
+    fitted = joblib.load(model)
+    assert list(fitted.feature_names_in_) == ["color", "grade", "x"]
+    levels = set(fitted.categories_[0])
+    assert {"rouge été", "grün", "blue"} <= levels, levels
+    result = run("predict", model, path, *option)
+    assert result.returncode == 0, result.stderr
+    got = np.array([float(v) for v in result.stdout.splitlines()[1:]])
+    np.testing.assert_array_equal(got, fitted.predict(frame.drop(columns="target")))
+
+
+def test_wrong_text_encoding_is_explained(mixed_frame, tmp_path):
+    frame = mixed_frame.assign(color=mixed_frame["color"].replace("red", "été"))
+    path = tmp_path / "table.csv"
+    frame.to_csv(path, index=False, encoding="cp1252")
+    assert_usage_error(run("fit", path, "--target", "target"), "is not UTF-8 text",
+                       "--encoding cp1252")
+    assert_usage_error(run("predict", "m.joblib", path, "--encoding", "nonesuch"),
+                       "unknown encoding 'nonesuch'")
+    assert_usage_error(run("fit", path, "--target", "target", "--encoding", "utf-16"),
+                       "is not utf-16 text", "pass the file's encoding")
+    frame.to_csv(path, index=False, encoding="utf-16-be")     # no byte order mark
+    assert_usage_error(run("fit", path, "--target", "target"), "NUL bytes",
+                       "--encoding utf-16-le")
+    # ASCII text in UTF-16 decodes as UTF-8 too, into names full of NULs.
+    mixed_frame.to_csv(path, index=False, encoding="utf-16-le")
+    assert_usage_error(run("fit", path, "--target", "target", "--encoding", "utf-8"),
+                       "NUL bytes", "not utf-8 text")
+
+
 def test_numbers_read_as_text_are_pointed_out(mixed_frame, tmp_path):
     frame = mixed_frame.assign(x=mixed_frame["x"].round(1)).astype({"x": object})
     frame.loc[5, "x"] = "?"
