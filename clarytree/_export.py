@@ -896,8 +896,11 @@ def leaf_table(estimator, feature_names=None, *, significant_digits=4,
         the CLARITree family, ``intercept`` and one coefficient column per
         feature in original units (0 for columns outside the leaf
         regressions), so that ``intercept + X @ coefficients`` gives
-        ``predict`` on the leaf's rows. For MBNDT, ``value`` (regression) or
-        one ``proba[class]`` column per class.
+        ``predict`` on the leaf's rows once each missing value of a
+        regression feature is replaced by that feature's training mean (as
+        ``predict`` reads it; the means are ``tree_.fill_value``). For
+        MBNDT, ``value`` (regression) or one ``proba[class]`` column per
+        class.
 
     See Also
     --------
