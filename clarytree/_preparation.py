@@ -609,7 +609,8 @@ class Preparation:
                 raise ValueError(
                     f"categorical column {_column_name(names, j)} has {len(levels)} levels, "
                     f"more than the {MAX_CATEGORIES} supported; set min_category_weight "
-                    "to merge rare levels into one")
+                    f"to merge rare levels into one '<other>' level (0 merges only those "
+                    f"beyond the {MAX_CATEGORIES - 1} heaviest)")
             merged = np.zeros(len(levels), dtype=bool)
         else:
             merged = level_weight < m
