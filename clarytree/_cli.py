@@ -437,6 +437,7 @@ def _cmd_fit(args):
         "leaf_penalty": args.leaf_penalty,
         "ridge_alpha": args.ridge_alpha,
         "n_thresholds": args.n_thresholds,
+        "min_category_weight": args.min_category_weight,
         "verbose": _verbose(args),
     }
     if args.cv is not None:
@@ -447,13 +448,28 @@ def _cmd_fit(args):
         model = CLARITreeRegressor(lookahead_depth=args.lookahead_depth,
                                    n_jobs=args.n_jobs, **params)
     start = time.perf_counter()
-    model.fit(X_train, y_train)
+    _fit_categorical(model, X_train, y_train)
     seconds = time.perf_counter() - start
     _report_fit(model, type(model).__name__, X_train, y_train, X_test, y_test, seconds,
                 significant_digits=args.significant_digits,
                 exact_thresholds=args.exact_thresholds)
     _save_outputs(model, args)
     return 0
+
+
+def _fit_categorical(model, X, y):
+    """``model.fit(X, y)``; too many levels in a column is a usage error."""
+    from ._preparation import TooManyLevelsError
+    from ._tree import MAX_CATEGORIES
+
+    try:
+        model.fit(X, y)
+    except TooManyLevelsError as exc:
+        raise UsageError(
+            f"categorical column {exc.column} has {exc.n_levels} levels, more than the "
+            f"{MAX_CATEGORIES} supported; pass --min-category-weight W to merge the levels "
+            f"with less than W training rows, and those beyond the {MAX_CATEGORIES - 1} "
+            "most frequent, into one '<other>' level (W = 0: only those beyond)") from None
 
 
 def _fit_cv(args, params, X_train, X_test, y_train, y_test):
@@ -478,7 +494,7 @@ def _fit_cv(args, params, X_train, X_test, y_train, y_test):
     n_pairs = len(args.leaf_penalties) * len(args.ridge_alphas)
     _print(f"tuning leaf_penalty x ridge_alpha ({n_pairs} pairs) by {args.cv}-fold CV ...")
     start = time.perf_counter()
-    model.fit(X_train, y_train)
+    _fit_categorical(model, X_train, y_train)
     seconds = time.perf_counter() - start
     best = model.best_index_
     leaves = model.cv_results_["mean_n_leaves"][best]
@@ -750,6 +766,11 @@ def build_parser():
     fit.add_argument("--categorical", metavar="COL,...",
                      help="also treat these (numeric) columns as categorical; text and "
                           "bool columns always are")
+    fit.add_argument("--min-category-weight", type=_non_negative_float, metavar="W",
+                     help="merge the levels of a categorical column with less than W "
+                          "training rows, and those beyond the 255 most frequent, into one "
+                          "'<other>' level (default: never; then more than 256 levels are "
+                          "an error)")
     _add_encoding(fit)
     _add_common_output(fit)
     _add_verbosity(fit)

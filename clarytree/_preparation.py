@@ -412,6 +412,23 @@ def validate_sample_weight(sample_weight, n):
     return w
 
 
+class TooManyLevelsError(ValueError):
+    """A categorical column with more levels than a split can hold, none merged.
+
+    ``column`` is the column's name as messages write it, ``n_levels`` its
+    count (the command line words its own advice from them).
+    """
+
+    def __init__(self, column, n_levels, message):
+        super().__init__(message)
+        self.column = column
+        self.n_levels = n_levels
+
+    def __reduce__(self):
+        # Picklable (a CV task in another process raises it to the caller).
+        return type(self), (self.column, self.n_levels, str(self))
+
+
 class PreparedData:
     """What one fit hands to the core (not kept after ``fit``).
 
@@ -606,7 +623,8 @@ class Preparation:
         m = self.min_category_weight
         if m is None:
             if len(levels) > MAX_CATEGORIES:
-                raise ValueError(
+                raise TooManyLevelsError(
+                    _column_name(names, j), len(levels),
                     f"categorical column {_column_name(names, j)} has {len(levels)} levels, "
                     f"more than the {MAX_CATEGORIES} supported; set min_category_weight "
                     f"to merge rare levels into one '<other>' level (0 merges only those "

@@ -502,6 +502,34 @@ def test_wrong_text_encoding_is_explained(mixed_frame, tmp_path):
                        "NUL bytes", "not utf-8 text")
 
 
+def test_min_category_weight_merges_many_levels(tmp_path):
+    # 600 levels seen once, 20 common ones: too many for a split in every fold.
+    rng = np.random.default_rng(5)
+    code = np.r_[np.arange(600), rng.integers(0, 20, size=900)]
+    x = rng.normal(size=code.size)
+    frame = pd.DataFrame({"zone": [f"z{i:03d}" for i in code], "x": x,
+                          "target": x + 0.1 * (code % 3)})
+    path = tmp_path / "zones.csv"
+    frame.to_csv(path, index=False)
+    for extra in ([], ["--cv", 2, "--leaf-penalties", "1e-2", "--ridge-alphas", "1e-3",
+                       "--n-jobs", 2]):
+        assert_usage_error(run("fit", path, "--target", "target", *extra),
+                           "'zone' has", "levels, more than the 256 supported",
+                           "pass --min-category-weight W")
+    model = tmp_path / "model.joblib"
+    result = run("fit", path, "--target", "target", "--max-depth", 2, "--test-size", 0,
+                 "--min-category-weight", 10, "--out", model, "-q")
+    assert result.returncode == 0, result.stderr
+    import joblib
+
+    fitted = joblib.load(model)
+    assert fitted.min_category_weight == 10
+    counts = frame["zone"].value_counts()
+    kept = sorted(counts.index[counts >= 10])
+    assert list(fitted.categories_[0]) == kept + ["<other>"]
+    assert sorted(fitted.merged_categories_[0]) == sorted(counts.index[counts < 10])
+
+
 def test_numbers_read_as_text_are_pointed_out(mixed_frame, tmp_path):
     frame = mixed_frame.assign(x=mixed_frame["x"].round(1)).astype({"x": object})
     frame.loc[5, "x"] = "?"
