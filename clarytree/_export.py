@@ -403,8 +403,25 @@ def _binary_threshold_texts(tree, exact_thresholds=False):
     return texts
 
 
+def _display(text):
+    """``text`` with its unprintable characters escaped (a line break as ``\\n``).
+
+    For the drawn and printed trees: a column name or level holding a line
+    break or a tab would otherwise break the tree's lines and indentation.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def _display_names(names):
+    return [_display(name) for name in names]
+
+
 def _level_text(level):
-    return str(level)
+    return _display(level)
 
 
 def _level_set(levels):
@@ -606,11 +623,12 @@ class _BinaryFamily(TreeFamily):
         thresholds = _binary_threshold_texts(tree, exact_thresholds)
         view = _BinaryView(estimator)
         conditions = view.conditions()
+        shown = _display_names(names)
         records = []
         for leaf in np.flatnonzero(np.asarray(tree.children_left) < 0):
             row = {
                 "leaf": int(leaf),
-                "rule": view.rule(conditions[leaf], names, thresholds),
+                "rule": view.rule(conditions[leaf], shown, thresholds),
                 "n_samples": int(tree.n_node_samples[leaf]),
                 "intercept": _rounded(tree.intercept[leaf], digits),
             }
@@ -781,7 +799,9 @@ def export_text(estimator, feature_names=None, *, significant_digits=4,
     its id and its equation ``y = intercept + coef * name ...`` in original
     units (columns that do not enter the leaf regressions are left out), or,
     for MBNDT, its value or class probabilities; MBNDT tests also say where a
-    missing value or an unseen category goes.
+    missing value or an unseen category goes. Unprintable characters in
+    column names and levels (a line break, a tab) print as escapes (``\\n``,
+    ``\\t``), here, in ``leaf_table``'s rules and in the drawings.
 
     Parameters
     ----------
@@ -836,7 +856,7 @@ def export_text(estimator, feature_names=None, *, significant_digits=4,
     _family(estimator)
     digits = _check_digits(significant_digits, decimals)
     _check_max_terms(max_terms)
-    names = _feature_names(estimator, feature_names)
+    names = _display_names(_feature_names(estimator, feature_names))
     children, edges, texts, is_leaf, n_samples = _view(
         estimator, names, digits, max_terms=max_terms,
         exact_thresholds=bool(exact_thresholds))
@@ -1097,7 +1117,7 @@ def export_graphviz(estimator, out_file=None, feature_names=None, *, significant
     estimator, feature_names = _pipeline_parts(estimator, feature_names, "export_graphviz")
     _family(estimator)
     digits = _check_digits(significant_digits, decimals)
-    names = _feature_names(estimator, feature_names)
+    names = _display_names(_feature_names(estimator, feature_names))
     children, edges, texts, is_leaf, n_samples = _view(
         estimator, names, digits, sep="\n", exact_thresholds=bool(exact_thresholds))
     lines = [
@@ -1208,7 +1228,7 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
     family = _family(estimator)
     digits = _check_digits(significant_digits, decimals)
     _check_max_terms(max_terms)
-    names = _feature_names(estimator, feature_names)
+    names = _display_names(_feature_names(estimator, feature_names))
     binary = family.tests_in_nodes
     children, edges, texts, is_leaf, n_samples = _view(
         estimator, names, digits, sep="\n", max_terms=max_terms, short_edges=not binary,

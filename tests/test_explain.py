@@ -17,8 +17,10 @@ from clarytree import (
     CholeskyTreeRegressor,
     CLARITreeRegressor,
     explain,
+    export_graphviz,
     export_python,
     export_sql,
+    export_text,
     from_dict,
     leaf_table,
     to_dict,
@@ -805,3 +807,18 @@ def test_exports_keep_awkward_names_and_levels_intact(family):
     records = [[None if isinstance(v, float) and v != v else v for v in row]
                for row in frame.astype(object).to_numpy().tolist()]
     np.testing.assert_array_equal([namespace["predict"](r) for r in records], want)
+    # Printed and drawn trees show a line break or tab as an escape: one line
+    # per branch and leaf, every quoted DOT label on its statement's line.
+    text = export_text(model)
+    assert "two\\nlines" in text and "line\\nbreak" in text
+    lines = text.splitlines()
+    assert all(line.startswith("|") for line in lines), text
+    n_nodes = model.tree_.node_count
+    n_leaves = int(np.sum(np.asarray(model.tree_.feature) < 0))
+    assert len(lines) == n_nodes - 1 + n_leaves
+    dot = export_graphviz(model).splitlines()
+    assert all(line.endswith(("{", "}", ";")) for line in dot), dot
+    table = leaf_table(model)
+    assert names[-1] in table.columns or family == "mbndt"
+    assert not any("\n" in rule for rule in table["rule"])
+    assert any("two\\nlines" in rule for rule in table["rule"])

@@ -11,6 +11,8 @@ import numpy as np
 
 from .._export import (
     TreeFamily,
+    _display,
+    _display_names,
     _json_value,
     _num,
     _rounded,
@@ -47,7 +49,7 @@ def _branch_labels(tree, node, name, exact_thresholds=False):
         missing_listed = any(v == MISSING for v in values)
         labels = []
         for k in range(len(kids)):
-            members = [MISSING_LEVEL if v == MISSING else str(v)
+            members = [MISSING_LEVEL if v == MISSING else _display(v)
                        for v, p in zip(values, positions, strict=True) if p == k]
             if k == tree.default_child[node]:
                 members.append(OTHER_LEVELS)
@@ -169,7 +171,7 @@ class MultiwayFamily(TreeFamily):
 
     def leaf_rows(self, estimator, names, digits, exact_thresholds=False):
         tree = estimator.tree_
-        rules = _rules(tree, names, exact_thresholds)
+        rules = _rules(tree, _display_names(names), exact_thresholds)
         classes = getattr(estimator, "classes_", None)
         value_cols = ["value"] if classes is None else [f"proba[{c}]" for c in classes]
         records = []
