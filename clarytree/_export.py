@@ -912,7 +912,8 @@ def leaf_table(estimator, feature_names=None, *, significant_digits=4,
     table : pandas.DataFrame
         Leaves in depth-first order with columns ``leaf`` (node id, as returned
         by ``apply``), ``rule`` (the path's tests, repeated tests on one feature
-        merged into an interval), ``n_samples`` (training rows) and then, for
+        merged into an interval or level set; a test that takes missing values
+        is parenthesized among others), ``n_samples`` (training rows) and then, for
         the CLARITree family, ``intercept`` and one coefficient column per
         feature in original units (0 for columns outside the leaf
         regressions), so that ``intercept + X @ coefficients`` gives

@@ -494,6 +494,70 @@ def test_export_short_cuts_route_exactly_and_say_where_missing_goes(mixed_data):
     assert leaf_table(clone).equals(leaf_table(est))
 
 
+def _rule_rows(rule, X, listed):
+    """The rows of ``X`` that an MBNDT ``leaf_table`` rule selects, read as text."""
+    selected = np.ones(len(X), dtype=bool)
+    if rule == "(all rows)":
+        return selected
+    for test in rule.split(" and "):
+        if test.startswith("("):
+            assert test.endswith(" or missing)"), rule     # only those are parenthesized
+            test = test[1:-1]
+        takes_missing = test.endswith(" or missing")
+        test = test.removesuffix(" or missing")
+        if m := re.fullmatch(r"(\w+) in \{(.*)\}", test):
+            column, members = X[m[1]], m[2].split(", ")
+            missing = column.isna().to_numpy()
+            text = column.astype(str).to_numpy()
+            rows = (np.isin(text, members) & ~missing
+                    | missing & ("<missing>" in members)
+                    | ~np.isin(text, listed[m[1]]) & ~missing
+                    & ("<other or unseen>" in members))
+        else:
+            m = (re.fullmatch(r"(?P<lo>\S+) < (?P<name>\w+) <= (?P<hi>\S+)", test)
+                 or re.fullmatch(r"(?P<name>\w+) <= (?P<hi>\S+)", test)
+                 or re.fullmatch(r"(?P<name>\w+) > (?P<lo>\S+)", test))
+            assert m, (test, rule)
+            value = X[m["name"]].to_numpy(dtype=float)
+            lo, hi = m.groupdict().get("lo"), m.groupdict().get("hi")
+            rows = ((value > float(lo) if lo else True) & (value <= float(hi) if hi else True)
+                    | np.isnan(value) & takes_missing)
+        selected &= rows
+    return selected
+
+
+def test_leaf_table_rules_select_exactly_the_leaf_rows(mixed_data):
+    # Repeated tests of a feature merge into one, and a test that takes
+    # missing values is parenthesized among others ("a > 1 or missing and
+    # b <= 2" reads as "a > 1 or (missing and b <= 2)"): each rule, read as
+    # written, selects its leaf's rows, with missing values and unseen levels.
+    from clarytree import leaf_table
+    from clarytree.mbndt._preprocess import MISSING
+
+    X, y = mixed_data
+    est = MBNDTClassifier(**{**FAST, "max_depth": 4}, random_state=3).fit(X, y)
+    tree = est.tree_
+    listed = {c: [] for c in X.columns}
+    for node in np.flatnonzero(tree.is_categorical & (tree.feature >= 0)):
+        values = tree.cat_values[tree.cat_ptr[node]:tree.cat_ptr[node + 1]]
+        listed[X.columns[int(tree.feature[node])]] += [str(v) for v in values if v != MISSING]
+    table = leaf_table(est)
+    rules = table["rule"].tolist()
+    assert any("or missing)" in r for r in rules), rules
+    # One test per feature in a rule.
+    assert all(len(re.findall(rf"\b{f}\b", r)) <= 1 for r in rules
+               for f in ("a", "b", "color", "city")), rules
+    odd = X.copy()
+    odd.loc[::3, "a"] = np.nan
+    odd.loc[1::7, "color"] = "purple"
+    odd.loc[2::5, "city"] = "nowhere"
+    for frame in (X, odd):
+        leaves = est.apply(frame)
+        for leaf, rule in zip(table["leaf"], rules, strict=True):
+            np.testing.assert_array_equal(_rule_rows(rule, frame, listed), leaves == leaf,
+                                          err_msg=rule)
+
+
 def test_namespace_is_the_public_api():
     import clarytree
     import clarytree.mbndt as mbndt

@@ -33,7 +33,7 @@ def contributions(estimator, X, names, rules):
                         "apply() and leaf_table()")
     leaves = estimator.apply(X)
     value = np.asarray(estimator.tree_.value)[leaves, 0]
-    rule = {int(leaf): " and ".join(rules[leaf]) or "(all rows)" for leaf in np.unique(leaves)}
+    rule = {int(leaf): rules[leaf] for leaf in np.unique(leaves)}
     return leaves, rule, value, np.zeros((leaves.shape[0], len(names))), value.copy()
 
 

@@ -32,6 +32,59 @@ def _children(tree, node):
     return [int(c) for c in tree.children[tree.children_ptr[node]:tree.children_ptr[node + 1]]]
 
 
+def _branch_tests(tree, node, exact_thresholds=False):
+    """The test of every child of a multiway node, in child order.
+
+    A categorical child's test is the list of its members (level labels,
+    ``<other or unseen>`` and ``<missing>`` where those go); a numeric one's
+    is ``(low, low_text, high, high_text, takes_missing)`` for ``low < x <=
+    high`` (infinite where unbounded; the texts as :func:`_threshold_text`
+    prints the cut points).
+    """
+    kids = _children(tree, node)
+    if tree.is_categorical[node]:
+        s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
+        values, positions = tree.cat_values[s:e], tree.cat_child[s:e]
+        missing_listed = any(v == MISSING for v in values)
+        tests = []
+        for k in range(len(kids)):
+            members = [MISSING_LEVEL if v == MISSING else _display(v)
+                       for v, p in zip(values, positions, strict=True) if p == k]
+            if k == tree.default_child[node]:
+                members.append(OTHER_LEVELS)
+                if not missing_listed:
+                    members.append(MISSING_LEVEL)
+            tests.append(members)
+        return tests
+    s, e = tree.cuts_ptr[node], tree.cuts_ptr[node + 1]
+    cuts = [float(c) for c in tree.cuts[s:e]]
+    texts = [_threshold_text(c, lo, hi, exact_thresholds) for c, lo, hi in
+             zip(tree.cuts[s:e], tree.cut_lower[s:e], tree.cut_upper[s:e], strict=True)]
+    feature = int(tree.feature[node])
+    missing_to = (int(np.searchsorted(tree.cuts[s:e], tree.impute_values[feature],
+                                      side="left"))
+                  if feature in tree.impute_values else None)
+    bounds = [(-np.inf, None)] + list(zip(cuts, texts, strict=True)) + [(np.inf, None)]
+    return [(*bounds[k], *bounds[k + 1], k == missing_to) for k in range(len(kids))]
+
+
+def _test_text(test, name):
+    """A test of :func:`_branch_tests` as text (``name=None``: without the feature)."""
+    prefix = "" if name is None else f"{name} "
+    if isinstance(test, list):
+        return f"{prefix}in {{{', '.join(test)}}}"
+    _, low, _, high, missing = test
+    if low is None:
+        text = f"{prefix}<= {high}"
+    elif high is None:
+        text = f"{prefix}> {low}"
+    elif name is not None:
+        text = f"{low} < {name} <= {high}"
+    else:
+        text = f"({low}, {high}]"
+    return f"{text} or missing" if missing else text
+
+
 def _branch_labels(tree, node, name, exact_thresholds=False):
     """Condition of every child of a multiway node, in child order.
 
@@ -41,43 +94,21 @@ def _branch_labels(tree, node, name, exact_thresholds=False):
     With ``name=None`` the labels omit the feature (``<= a``, ``(a, b]``,
     ``> b``, ``in {...}``), for drawings where the node shows it.
     """
-    kids = _children(tree, node)
-    prefix = "" if name is None else f"{name} "
-    if tree.is_categorical[node]:
-        s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
-        values, positions = tree.cat_values[s:e], tree.cat_child[s:e]
-        missing_listed = any(v == MISSING for v in values)
-        labels = []
-        for k in range(len(kids)):
-            members = [MISSING_LEVEL if v == MISSING else _display(v)
-                       for v, p in zip(values, positions, strict=True) if p == k]
-            if k == tree.default_child[node]:
-                members.append(OTHER_LEVELS)
-                if not missing_listed:
-                    members.append(MISSING_LEVEL)
-            labels.append(f"{prefix}in {{{', '.join(members)}}}")
-        return labels
-    s, e = tree.cuts_ptr[node], tree.cuts_ptr[node + 1]
-    cuts = [_threshold_text(c, lo, hi, exact_thresholds) for c, lo, hi in
-            zip(tree.cuts[s:e], tree.cut_lower[s:e], tree.cut_upper[s:e], strict=True)]
-    feature = int(tree.feature[node])
-    missing_to = (int(np.searchsorted(tree.cuts[s:e], tree.impute_values[feature],
-                                      side="left"))
-                  if feature in tree.impute_values else None)
-    labels = []
-    for k in range(len(kids)):
-        if k == 0:
-            label = f"{prefix}<= {cuts[0]}"
-        elif k == len(kids) - 1:
-            label = f"{prefix}> {cuts[-1]}"
-        elif name is not None:
-            label = f"{cuts[k - 1]} < {name} <= {cuts[k]}"
-        else:
-            label = f"({cuts[k - 1]}, {cuts[k]}]"
-        if k == missing_to:
-            label += " or missing"
-        labels.append(label)
-    return labels
+    return [_test_text(t, name) for t in _branch_tests(tree, node, exact_thresholds)]
+
+
+def _merge_tests(first, second):
+    """Both tests of one feature as one (a path's later test within the earlier)."""
+    if isinstance(first, list):
+        kept = set(first)
+        return [m for m in second if m in kept]
+    lo, lo_text, hi, hi_text, missing = first
+    lo2, lo_text2, hi2, hi_text2, missing2 = second
+    if lo2 > lo:
+        lo, lo_text = lo2, lo_text2
+    if hi2 < hi:
+        hi, hi_text = hi2, hi_text2
+    return (lo, lo_text, hi, hi_text, missing and missing2)
 
 
 def _leaf_text(estimator, node, digits):
@@ -101,14 +132,32 @@ def _preorder(tree):
 
 
 def _rules(tree, names, exact_thresholds=False):
-    rules = {0: []}
+    """Every node's rule: the tests on its path, one per feature, joined by ``and``.
+
+    Repeated tests of a feature merge into one (an interval, or the levels
+    every test admits; missing values pass only where every test lets them),
+    in the order the features first appear.  A test that takes missing
+    values (``x > 2 or missing``) is parenthesized among others, where
+    ``and`` would otherwise bind its ``or missing`` to the next test.
+    """
+    paths = {0: {}}
     for node in _preorder(tree):
         if tree.feature[node] < 0:
             continue
-        name = names[int(tree.feature[node])]
-        labels = _branch_labels(tree, node, name, exact_thresholds)
-        for child, label in zip(_children(tree, node), labels, strict=True):
-            rules[child] = rules[node] + [label]
+        f = int(tree.feature[node])
+        for child, test in zip(_children(tree, node), _branch_tests(tree, node,
+                                                                   exact_thresholds),
+                               strict=True):
+            path = dict(paths[node])
+            path[f] = _merge_tests(path[f], test) if f in path else test
+            paths[child] = path
+    rules = {}
+    for node, path in paths.items():
+        many = len(path) > 1
+        rules[node] = " and ".join(
+            f"({_test_text(test, names[f])})" if many and not isinstance(test, list)
+            and test[4] else _test_text(test, names[f])
+            for f, test in path.items()) or "(all rows)"
     return rules
 
 
@@ -180,7 +229,7 @@ class MultiwayFamily(TreeFamily):
                 continue
             row = {
                 "leaf": int(leaf),
-                "rule": " and ".join(rules[leaf]) if rules[leaf] else "(all rows)",
+                "rule": rules[leaf],
                 "n_samples": int(tree.n_node_samples[leaf]),
             }
             row.update(zip(value_cols, (_rounded(v, digits) for v in tree.value[leaf]),
