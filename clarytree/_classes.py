@@ -228,7 +228,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
 
     if estimator.max_depth >= 1:
         _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
-                              data.sample_weight, prep.split_missing())
+                              data.sample_weight, prep.split_missing(), data.n_zero_weight)
 
     def make_splitter(bins, order, n_bins):
         return Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route,
@@ -333,18 +333,24 @@ class UnsplittableWarning(UserWarning):
 
 
 def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None,
-                          missing=None):
+                          missing=None, n_zero_weight=0):
     """Warn, naming cause and remedy, when no root split is admissible.
 
     A split is admissible when both children keep ``msl`` rows; the root's
     candidates are the pool thresholds, so the count of rows at or below each
     threshold decides it (for a column with a missing bin, ``missing[f]``,
-    also with the missing rows added to the left).
+    also with the missing rows added to the left).  ``bins`` holds the rows
+    of positive weight only (``n_zero_weight`` were dropped).
     """
     # min_samples_leaf counts training weight (rows when unweighted).
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
     rows = f"{n:g} rows" if sample_weight is None else f"a total sample_weight of {n:g}"
-    if not np.any(n_bins > 1):
+    if not np.any(n_bins > 1) and n_zero_weight:
+        kept = bins.shape[0]
+        cause = (f"every column of X is constant over the {kept} row{'s' * (kept != 1)} "
+                 f"with positive sample_weight ({n_zero_weight} of weight 0 do not count), "
+                 "so there is no threshold to split on")
+    elif not np.any(n_bins > 1):
         cause = "every column of X is constant, so there is no threshold to split on"
     elif n < 2 * msl:
         cause = (f"a split needs at least min_samples_leaf = {msl} rows on each side, "
@@ -365,6 +371,8 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                   "constant-in-leaf intercepts), or set min_samples_leaf")
     elif "min_samples" in cause:
         remedy = "lower min_samples_leaf"
+    elif n_zero_weight:
+        remedy = "give positive weight to rows whose columns differ"
     else:
         remedy = "pass X with at least one varying column"
     if sample_weight is not None and "min_samples" in cause and n < bins.shape[0]:

@@ -440,6 +440,8 @@ class PreparedData:
         The target of those rows, in its own units.
     sample_weight : ndarray of shape (n_samples,) or None
         Positive row weights, None when every weight is 1.
+    n_zero_weight : int
+        Rows of the input dropped for their zero weight.
     W : ndarray of shape (n_samples, p + 1)
         ``sqrt(w) * [1, z, y']`` with ``y' = (y - y_mean) / y_scale``.
     ridge : ndarray of shape (p,)
@@ -685,8 +687,10 @@ class Preparation:
         if not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity")
         w = self._validate_weight(sample_weight, n_samples)
+        n_zero_weight = 0
         if w is not None:
             keep = w > 0
+            n_zero_weight = int(n_samples - np.count_nonzero(keep))
             if not keep.all():     # zero weight: the row is dropped entirely
                 y, w = y[keep], w[keep]
                 if X_num is not None:
@@ -748,6 +752,7 @@ class Preparation:
         data.X = X_enc
         data.y = y
         data.sample_weight = w
+        data.n_zero_weight = n_zero_weight
         data.W, data.ridge, data.tss = self._design(X_enc, y_centred, w, reg, mean, std)
         self._pools(X_enc, w)
         data.bins, data.order, data.n_bins = self.bins(X_enc, max_hist_bins)

@@ -354,3 +354,9 @@ def test_warns_when_no_split_is_admissible():
                       r"sums to 1 over 1000 rows; rescale it"):
         CholeskyTreeRegressor(max_depth=2, regression_features=[1]).fit(
             X, y, sample_weight=np.full(1000, 1e-3))
+    # Zero-weight rows are dropped: columns that vary only through them are
+    # constant for the fit, and the message says why.
+    with pytest.warns(UnsplittableWarning, match=r"constant over the 3 rows with positive "
+                      r"sample_weight \(997 of weight 0 do not count\).*give positive weight"):
+        CholeskyTreeRegressor(max_depth=2, min_samples_leaf=1).fit(
+            np.r_[np.ones((3, 2)), X[3:, :2]], y, sample_weight=np.r_[np.ones(3), np.zeros(997)])
