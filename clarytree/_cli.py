@@ -130,7 +130,11 @@ def _read_table(path, encoding=None):
             options = _csv_dialect(path, encoding)
             frame = pd.read_csv(path, **options)
     except ImportError as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+        if lower.endswith((".parquet", ".pq")):
+            # pandas' message lists each engine's import error on its own line.
+            raise UsageError(f"cannot read {path}: reading Parquet needs pyarrow (or "
+                             "fastparquet): pip install pyarrow") from None
+        raise UsageError(f"cannot read {path}: {str(exc).strip().splitlines()[0]}") from None
     except UnicodeError as exc:
         # pandas decodes in chunks, so its byte position is not the file's.
         used = encoding or "UTF-8"

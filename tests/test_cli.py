@@ -144,6 +144,22 @@ def test_fit_greedy_and_parquet(data_csv, tmp_path):
     assert "test R2" not in result.stdout
 
 
+def test_parquet_without_an_engine_is_one_line(tmp_path):
+    # Neither pyarrow nor fastparquet importable (stubs that fail first on
+    # the path): pandas' several-line message becomes one line with the fix.
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for engine in ("pyarrow", "fastparquet"):
+        (stubs / f"{engine}.py").write_text("raise ImportError('not installed')\n")
+    path = tmp_path / "table.parquet"
+    path.write_bytes(b"PAR1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(stubs), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    result = subprocess.run([sys.executable, "-m", "clarytree", "fit", str(path), "--target",
+                             "y"], capture_output=True, text=True, env=env, timeout=300)
+    assert_usage_error(result, "reading Parquet needs pyarrow", "pip install pyarrow")
+
+
 def test_fit_cv_tunes_then_fits(data_csv, tmp_path):
     from sklearn.model_selection import KFold, train_test_split
 
