@@ -623,10 +623,23 @@ def _cmd_predict(args):
         if X.shape[1] != model.n_features_in_:
             raise UsageError(f"{args.data} has {X.shape[1]} columns but the model expects "
                              f"{model.n_features_in_}")
-    pred = model.predict(X)
-    import pandas as pd
-
-    out = pd.DataFrame({"prediction": pred})
+    keep = list(dict.fromkeys(c.strip() for c in args.keep.split(",") if c.strip())) \
+        if args.keep else []
+    unknown = [c for c in keep if c not in frame.columns]
+    if unknown:
+        raise UsageError(f"--keep: column(s) not in {args.data}: {_list(unknown)}")
+    clash = [c for c in keep if c == "prediction" or c.startswith("proba[")]
+    if clash:
+        raise UsageError(f"--keep: column(s) {_list(clash)} would clash with the output's own")
+    if args.proba and not hasattr(model, "predict_proba"):
+        raise UsageError(f"--proba: {type(model).__name__} is a regressor; only classifiers "
+                         "give probabilities")
+    out = frame[keep].reset_index(drop=True)
+    out["prediction"] = model.predict(X)
+    if args.proba:
+        proba = model.predict_proba(X)
+        for k, label in enumerate(model.classes_):
+            out[f"proba[{label}]"] = proba[:, k]
     if args.out:
         out.to_csv(args.out, index=False)
         _print(f"{len(out)} predictions saved to {args.out}")
@@ -785,6 +798,12 @@ def build_parser():
     predict.add_argument("model", metavar="MODEL", help="model file written by --out")
     predict.add_argument("data", metavar="DATA",
                          help="CSV or Parquet file with the features (as for fit)")
+    predict.add_argument("--proba", action="store_true",
+                         help="also write each class's probability, as columns "
+                              "proba[CLASS] (classifiers)")
+    predict.add_argument("--keep", metavar="COL,...",
+                         help="copy these columns of DATA into the output, before the "
+                              "predictions (e.g. an id)")
     _add_encoding(predict)
     predict.add_argument("--out", metavar="PREDICTIONS.csv",
                          help="write predictions here (default: standard output)")

@@ -304,6 +304,42 @@ def test_mbndt_fit_predict(tmp_path):
     predictions = result.stdout.splitlines()[1:]
     assert len(predictions) == len(frame) and set(predictions) <= {"0", "1"}
     assert_usage_error(run("mbndt", path, "--target", "nope"), "column 'nope' not found")
+    # Probabilities and kept columns (an id) beside the predictions.
+    import io
+
+    import joblib
+
+    fitted = joblib.load(model)
+    scored = frame.assign(id=[f"r{i}" for i in range(len(frame))])
+    scored.to_csv(path, index=False)
+    result = run("predict", model, path, "--proba", "--keep", "id,target")
+    assert result.returncode == 0, result.stderr
+    out = pd.read_csv(io.StringIO(result.stdout))
+    assert list(out.columns) == ["id", "target", "prediction", "proba[0]", "proba[1]"]
+    assert out["id"].tolist() == scored["id"].tolist()
+    X = frame.drop(columns="target")
+    np.testing.assert_array_equal(out["prediction"], fitted.predict(X))
+    np.testing.assert_allclose(out[["proba[0]", "proba[1]"]], fitted.predict_proba(X),
+                               rtol=1e-15)
+    assert_usage_error(run("predict", model, path, "--keep", "nope"), "--keep", "nope")
+    scored.assign(prediction=0).to_csv(path, index=False)       # last run's output
+    assert_usage_error(run("predict", model, path, "--keep", "prediction"), "clash")
+
+
+def test_predict_keeps_columns_and_refuses_proba_of_a_regressor(data_csv, tmp_path):
+    import io
+
+    model = tmp_path / "m.joblib"
+    result = run("fit", data_csv, "--target", "target", "--max-depth", 2, "--test-size", 0,
+                 "--out", model, "-q")
+    assert result.returncode == 0, result.stderr
+    result = run("predict", model, data_csv, "--keep", "target, a,target")
+    assert result.returncode == 0, result.stderr
+    out = pd.read_csv(io.StringIO(result.stdout))
+    frame = pd.read_csv(data_csv)
+    assert list(out.columns) == ["target", "a", "prediction"]
+    np.testing.assert_array_equal(out[["target", "a"]], frame[["target", "a"]])
+    assert_usage_error(run("predict", model, data_csv, "--proba"), "is a regressor")
 
 
 def test_mbndt_without_torch(data_csv, tmp_path):
