@@ -226,6 +226,13 @@ class _CVMixin:
         Returns
         -------
         self : object
+
+        Notes
+        -----
+        With a refit, the whole table's columns are encoded once before the
+        CV tasks run, so that a problem only the refit would meet (a
+        categorical column with more than 256 levels in the table but fewer
+        in every fold's training part) is raised at once, not after the CV.
         """
         # Imported here: importing clarytree must not need these modules
         # (they import private scikit-learn names at import time).
@@ -260,6 +267,14 @@ class _CVMixin:
         scorer = check_scoring(base, scoring=self.scoring)
         if isinstance(self.scoring, (list, tuple, set, dict)):
             self._check_refit_for_metrics(list(self.scoring))
+
+        if self.refit:
+            # What only the whole table holds (a categorical column with more
+            # levels than a split takes, when no fold's training part has as
+            # many) would otherwise stop the refit after every CV task: the
+            # refit's column encoding runs first, without the search.
+            probe = clone(base)
+            probe._make_preparation().encode(probe, data, y_checked, sample_weight)
 
         tasks = [(f, j) for f in range(len(folds)) for j in range(len(alphas))]
         if self.n_jobs is not None and "n_jobs" in base.get_params(deep=False):

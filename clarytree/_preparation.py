@@ -668,15 +668,17 @@ class Preparation:
     def _validate_weight(self, sample_weight, n):
         return validate_sample_weight(sample_weight, n)
 
-    def fit(self, estimator, X, y, sample_weight=None, max_hist_bins=256):
-        """Validate and prepare one training set.
+    def encode(self, estimator, X, y, sample_weight=None):
+        """Validate one training set and encode its columns (levels learned).
 
-        Sets ``n_features_in_`` (and ``feature_names_in_``) on ``estimator``;
-        ``max_hist_bins`` is the splitter's (see :meth:`bins`).
+        The first half of :meth:`fit`, without moments, pools and bins: it
+        raises whatever a fit on this table would raise about its values.
 
         Returns
         -------
-        data : PreparedData
+        X_enc, y, sample_weight, n_zero_weight
+            The encoded rows of positive weight, their target and weights
+            (None when all 1), and the count of rows dropped for weight 0.
         """
         if y is None:
             raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
@@ -718,7 +720,21 @@ class Preparation:
                                                        fitting=True)
         else:
             X_enc = X_num
+        return X_enc, y, w, n_zero_weight
+
+    def fit(self, estimator, X, y, sample_weight=None, max_hist_bins=256):
+        """Validate and prepare one training set.
+
+        Sets ``n_features_in_`` (and ``feature_names_in_``) on ``estimator``;
+        ``max_hist_bins`` is the splitter's (see :meth:`bins`).
+
+        Returns
+        -------
+        data : PreparedData
+        """
+        X_enc, y, w, n_zero_weight = self.encode(estimator, X, y, sample_weight)
         missing = np.isnan(X_enc).any(axis=0)
+        n_features = self.n_features_in_
         self.missing_features_ = np.flatnonzero(missing)
         self._missing_set = set(self.missing_features_.tolist())
         self._split_columns = []

@@ -367,6 +367,31 @@ def test_cv_without_refit():
         model.predict(X)
 
 
+def test_cv_stops_before_the_tasks_when_only_the_refit_would_fail():
+    # 260 levels in the table, at most about 220 in any fold's training part:
+    # the folds can be fitted, the refit cannot.  That is said before any task
+    # runs (the scorer is never called), not after all of them.
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    code = np.r_[np.arange(260), rng.integers(0, 10, size=2740)]
+    X = pd.DataFrame({"z": [f"z{i}" for i in code], "a": rng.normal(size=code.size)})
+    y = X["a"].to_numpy() + rng.normal(size=code.size)
+    calls = []
+
+    def scorer(estimator, X, y):
+        calls.append(1)
+        return 0.0
+
+    params = dict(leaf_penalties=[1e-2], ridge_alphas=[1e-3], max_depth=1, scoring=scorer,
+                  cv=KFold(5, shuffle=True, random_state=0))
+    with pytest.raises(ValueError, match="'z' has 260 levels"):
+        CholeskyTreeRegressorCV(**params).fit(X, y)
+    assert calls == []
+    # Without a refit there is nothing to stop: the folds are scored.
+    model = CholeskyTreeRegressorCV(**params, refit=False).fit(X, y)
+    assert len(calls) == 5 and model.cv_results_["mean_test_score"][0] == 0.0
+
+
 @pytest.mark.parametrize("params, error, match", [
     ({"leaf_penalties": [-1.0]}, ValueError, "leaf_penalties"),
     ({"ridge_alphas": []}, ValueError, "ridge_alphas"),
