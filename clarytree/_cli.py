@@ -657,8 +657,15 @@ def _cmd_export(args):
         if not hasattr(model, "extrapolation"):
             raise UsageError("--extrapolation applies to CLARITree models only")
         model.set_params(extrapolation=args.extrapolation)
+    if args.proba and not args.sql:
+        raise UsageError("--proba goes with --sql (the Python source of a classifier always "
+                         "defines predict_proba)")
+    if args.proba and not hasattr(model, "classes_"):
+        raise UsageError(f"--proba: {type(model).__name__} is a regressor; only classifiers "
+                         "give probabilities")
     if args.sql:
-        text = export_sql(model, table=args.table, dialect=args.dialect) + "\n"
+        text = export_sql(model, table=args.table, dialect=args.dialect,
+                          proba=args.proba) + "\n"
     else:
         text = export_python(model, function_name=args.function_name)
     if args.out:
@@ -820,6 +827,9 @@ def build_parser():
     what.add_argument("--python", action="store_true", help="a Python function")
     export.add_argument("--table", default="t", help="table of the SQL query (default: t)")
     export.add_argument("--dialect", choices=["sqlite", "postgres", "ansi"], default="sqlite")
+    export.add_argument("--proba", action="store_true",
+                        help="with --sql, also select each class's probability as columns "
+                             "proba[CLASS] (classifiers)")
     export.add_argument("--function-name", type=_identifier, default="predict",
                         help="name of the Python function (default: predict)")
     export.add_argument("--extrapolation", choices=["none", "clip"],

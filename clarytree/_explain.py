@@ -376,7 +376,7 @@ def binary_sql_cases(estimator, names, dialect):
 
 
 def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
-               column="prediction"):
+               column="prediction", proba=False):
     """SQL that computes the model's predictions inside a database.
 
     One ``CASE`` expression with a ``WHEN`` per leaf: the conjunction of the
@@ -416,6 +416,10 @@ def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
         ``feature_names_in_`` or ``x[0]``, ``x[1]``, ...
     column : str, default="prediction"
         Name of the output column.
+    proba : bool, default=False
+        For a classifier, also select each class's probability (as
+        ``predict_proba``), one column ``"proba[CLASS]"`` per class after the
+        prediction (as ``leaf_table`` names them); needs a ``table``.
 
     Returns
     -------
@@ -442,19 +446,29 @@ def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
         raise TypeError(f"table must be a non-empty string or None, got {table!r}")
     family = _family(estimator)
     names = _names(estimator, feature_names)
-    cases = family.sql_cases(estimator, names, dialect)
+    outputs = [(column, family.sql_cases(estimator, names, dialect))]
+    if proba:
+        if not hasattr(estimator, "classes_"):
+            raise TypeError(f"proba=True needs a classifier; {type(estimator).__name__} is a "
+                            "regressor")
+        if table is None:
+            raise ValueError("proba=True selects several columns: pass a table")
+        outputs += [(f"proba[{label}]", family.sql_cases(estimator, names, dialect, k))
+                    for k, label in enumerate(estimator.classes_)]
     # Indent by whole lines: a level or a column name may hold a line
     # break, and its literal must keep it as it is.
     pad = "" if table is None else "  "
-    lines = [f"{pad}CASE"]
-    for tests, value in cases:
-        condition = " AND ".join(tests) if tests else "1 = 1"
-        lines.append(f"{pad}  WHEN {condition}")
-        lines.append(f"{pad}    THEN {value}")
-    if table is None:
-        return "\n".join(lines + ["END"])
-    lines.append(f"  END AS {_sql_ident(column)}")
-    return "\n".join(["SELECT"] + lines + [f"FROM {table}"])
+    lines = ["SELECT"]
+    for i, (name, cases) in enumerate(outputs):
+        lines.append(f"{pad}CASE")
+        for tests, value in cases:
+            condition = " AND ".join(tests) if tests else "1 = 1"
+            lines.append(f"{pad}  WHEN {condition}")
+            lines.append(f"{pad}    THEN {value}")
+        if table is None:
+            return "\n".join(lines[1:] + ["END"])
+        lines.append(f"  END AS {_sql_ident(name)}" + ("," if i + 1 < len(outputs) else ""))
+    return "\n".join(lines + [f"FROM {table}"])
 
 
 # --------------------------------------------------------------------------

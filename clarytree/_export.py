@@ -162,11 +162,13 @@ class TreeFamily:
         """
         raise TypeError(f"explain() does not support {type(estimator).__name__}")
 
-    def sql_cases(self, estimator, names, dialect):
+    def sql_cases(self, estimator, names, dialect, proba_of=None):
         """``[(tests, value)]`` per leaf for :func:`~clarytree.export_sql`.
 
         ``tests`` are SQL conditions whose conjunction selects the leaf's rows
-        (missing values as ``NULL``), ``value`` the SQL of its prediction.
+        (missing values as ``NULL``), ``value`` the SQL of its prediction, or
+        with ``proba_of=k`` of its probability of class ``classes_[k]``
+        (classifiers only).
         """
         raise TypeError(f"export_sql() does not support {type(estimator).__name__}")
 
@@ -736,7 +738,7 @@ class _BinaryFamily(TreeFamily):
 
         return binary_contributions(estimator, X, names)
 
-    def sql_cases(self, estimator, names, dialect):
+    def sql_cases(self, estimator, names, dialect, proba_of=None):
         from ._explain import binary_sql_cases
 
         return binary_sql_cases(estimator, names, dialect)

@@ -324,6 +324,16 @@ def test_mbndt_fit_predict(tmp_path):
     assert_usage_error(run("predict", model, path, "--keep", "nope"), "--keep", "nope")
     scored.assign(prediction=0).to_csv(path, index=False)       # last run's output
     assert_usage_error(run("predict", model, path, "--keep", "prediction"), "clash")
+    # The same probabilities from the exported SQL.
+    import sqlite3
+
+    result = run("export", model, "--sql", "--proba", "--table", "rows")
+    assert result.returncode == 0, result.stderr
+    db = sqlite3.connect(":memory:")
+    X.to_sql("rows", db, index=False)
+    got = db.execute(result.stdout).fetchall()
+    np.testing.assert_array_equal(np.array([r[1:] for r in got]), fitted.predict_proba(X))
+    assert_usage_error(run("export", model, "--python", "--proba"), "goes with --sql")
 
 
 def test_predict_keeps_columns_and_refuses_proba_of_a_regressor(data_csv, tmp_path):
@@ -340,6 +350,7 @@ def test_predict_keeps_columns_and_refuses_proba_of_a_regressor(data_csv, tmp_pa
     assert list(out.columns) == ["target", "a", "prediction"]
     np.testing.assert_array_equal(out[["target", "a"]], frame[["target", "a"]])
     assert_usage_error(run("predict", model, data_csv, "--proba"), "is a regressor")
+    assert_usage_error(run("export", model, "--sql", "--proba"), "is a regressor")
 
 
 def test_mbndt_without_torch(data_csv, tmp_path):

@@ -515,6 +515,19 @@ def test_mbndt_classifier_exports(mixed_frame):
     np.testing.assert_array_equal(np.array(proba), model.predict_proba(rows))
     with pytest.raises(TypeError, match="regressor"):
         explain(model, rows)
+    # The probabilities in SQL too: one column per class, bit for bit in SQLite.
+    db = sqlite3.connect(":memory:")
+    rows.to_sql("t", db, index=False)
+    cursor = db.execute(export_sql(model, proba=True, column="label"))
+    assert [d[0] for d in cursor.description] == ["label", "proba[no]", "proba[yes]"]
+    got = cursor.fetchall()
+    assert [r[0] for r in got] == list(model.predict(rows))
+    np.testing.assert_array_equal(np.array([r[1:] for r in got]), model.predict_proba(rows))
+    with pytest.raises(ValueError, match="pass a table"):
+        export_sql(model, table=None, proba=True)
+    regressor = CholeskyTreeRegressor(max_depth=1).fit(X[["a", "b"]], signal)
+    with pytest.raises(TypeError, match="needs a classifier"):
+        export_sql(regressor, proba=True)
 
 
 # --------------------------------------------------------------------------

@@ -79,14 +79,21 @@ def _child_tests(tree, node, col):
     return tests
 
 
-def sql_cases(estimator, names):
-    """``[(tests, value)]`` per leaf, leaves in preorder."""
+def sql_cases(estimator, names, proba_of=None):
+    """``[(tests, value)]`` per leaf, leaves in preorder.
+
+    ``value`` is the leaf's prediction, or with ``proba_of=k`` its probability
+    of class ``classes_[k]`` (as ``predict_proba``).
+    """
     tree = estimator.tree_
     cols = [_sql_ident(n) for n in names]
     paths = {0: []}
     cases = []
     for node in _preorder(tree):
         if tree.feature[node] < 0:
+            if proba_of is not None:
+                cases.append((paths[node], _lit(tree.value[node][proba_of])))
+                continue
             out = leaf_output(estimator, node)
             cases.append((paths[node], _lit(out) if isinstance(out, float) else _sql_value(out)))
             continue

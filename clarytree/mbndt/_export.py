@@ -262,10 +262,10 @@ class MultiwayFamily(TreeFamily):
 
         return contributions(estimator, X, names, _rules(estimator.tree_, names))
 
-    def sql_cases(self, estimator, names, dialect):
+    def sql_cases(self, estimator, names, dialect, proba_of=None):
         from ._codegen import sql_cases
 
-        return sql_cases(estimator, names)
+        return sql_cases(estimator, names, proba_of)
 
     def python_source(self, estimator, names, function_name, doc):
         from ._codegen import python_source
