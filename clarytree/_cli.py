@@ -548,7 +548,7 @@ def _cmd_mbndt(args):
     params = {"max_depth": args.max_depth, "n_branches": args.n_branches,
               "leaf_budget": args.leaf_budget, "n_restarts": args.n_restarts,
               "max_epochs": args.max_epochs, "random_state": args.random_state,
-              "verbose": _verbose(args)}
+              "device": args.device, "verbose": _verbose(args)}
     model = cls(**params)
     stratify = y if task == "classification" else None
     X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state,
@@ -858,6 +858,9 @@ def build_parser():
                     help="held-out fraction for the test metrics (0 to train on all rows)")
     mb.add_argument("--random-state", type=_non_negative_int, default=0,
                     help="seed of the split, the initialization and the minibatches")
+    mb.add_argument("--device", default="cpu",
+                    help="torch device to train on: cpu, cuda, cuda:1, ..., or auto (a GPU "
+                         "when torch sees one)")
     _add_encoding(mb)
     _add_common_output(mb)
     _add_verbosity(mb)

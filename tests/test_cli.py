@@ -295,7 +295,8 @@ def test_mbndt_fit_predict(tmp_path):
     frame.to_csv(path, index=False)
     model = tmp_path / "mbndt.joblib"
     result = run("mbndt", path, "--target", "target", "--max-depth", 2, "--n-restarts", 1,
-                 "--max-epochs", 30, "--out", model, "--json", tmp_path / "tree.json")
+                 "--max-epochs", 30, "--out", model, "--json", tmp_path / "tree.json",
+                 "--device", "auto")
     assert result.returncode == 0, result.stderr
     assert "MBNDTClassifier (classification)" in result.stdout
     assert "balanced accuracy" in result.stdout and "class " in result.stdout
@@ -304,6 +305,8 @@ def test_mbndt_fit_predict(tmp_path):
     predictions = result.stdout.splitlines()[1:]
     assert len(predictions) == len(frame) and set(predictions) <= {"0", "1"}
     assert_usage_error(run("mbndt", path, "--target", "nope"), "column 'nope' not found")
+    assert_usage_error(run("mbndt", path, "--target", "target", "--device", "no-such"),
+                       "Invalid torch device 'no-such'")
     # Probabilities and kept columns (an id) beside the predictions.
     import io
 

@@ -558,6 +558,22 @@ def test_leaf_table_rules_select_exactly_the_leaf_rows(mixed_data):
                                           err_msg=rule)
 
 
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_device_auto_takes_a_gpu_when_there_is_one(Est):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int) if Est is MBNDTClassifier else X[:, 0] + X[:, 1]
+    auto = Est(**FAST, random_state=0, device="auto").fit(X, y)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert auto.train_info_["device"] == expected
+    assert auto.get_params()["device"] == "auto"        # the parameter is left as given
+    if expected == "cpu":
+        cpu = Est(**FAST, random_state=0).fit(X, y)
+        assert cpu.train_info_["device"] == "cpu"
+        np.testing.assert_array_equal(auto.predict(X), cpu.predict(X))
+        assert export_text(auto) == export_text(cpu)
+
+
 def test_namespace_is_the_public_api():
     import clarytree
     import clarytree.mbndt as mbndt

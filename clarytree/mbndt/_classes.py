@@ -232,7 +232,8 @@ class _BaseMBNDT(BaseEstimator):
             max_epochs=self.max_epochs, patience=self.patience, tau=self.temperature,
             lr_features=self.lr_features, lr_thresholds=self.lr_thresholds,
             lr_masks=self.lr_masks, lr_leaves=self.lr_leaves, batch_size=bs,
-            feature_init=self.feature_init, device=self.device, verbose=self.verbose)
+            feature_init=self.feature_init, device=_resolve_device(self.device),
+            verbose=self.verbose)
         state, info = training.train_mbndt(
             xt_fit[tr_idx], y_task[tr_idx], xt_fit[va_idx], y_task[va_idx], task, n_outputs,
             cfg, torch_seed, w_tr, w_va)
@@ -248,7 +249,7 @@ class _BaseMBNDT(BaseEstimator):
                                 len(kinds))
         self.preprocessor_ = ct
         self.model_state_ = state
-        self.train_info_ = info
+        self.train_info_ = {**info, "device": cfg.device}
         self.n_leaves_ = self.tree_.n_leaves
         self.n_nominal_leaves_ = n_int_leaves
         return self
@@ -373,8 +374,9 @@ _COMMON_PARAMS_DOC = """
         Gradient training then revises features, thresholds, masks and leaves
         jointly either way.
     device : str, default="cpu"
-        Torch device used for training ("cpu", "cuda", ...).  Prediction never
-        uses torch.
+        Torch device used for training ("cpu", "cuda", ...; "auto": "cuda"
+        when torch sees a GPU, else "cpu"; the one used is in
+        ``train_info_["device"]``).  Prediction never uses torch.
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split, initialization and minibatch order
         (fits are reproducible on CPU).
@@ -427,6 +429,15 @@ _COMMON_ATTRS_DOC = """
     feature_names_in_ : ndarray of str
         Defined when ``X`` had string column names.
 """
+
+
+def _resolve_device(device):
+    """The torch device name to train on: ``"auto"`` picks a GPU when there is one."""
+    if device == "auto":
+        import torch  # fit has imported it (see _import_training)
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
