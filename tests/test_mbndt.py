@@ -445,7 +445,12 @@ def test_export_short_cuts_route_exactly_and_say_where_missing_goes(mixed_data):
     import copy
 
     from clarytree import from_dict, leaf_table, to_dict
-    from clarytree.mbndt._export import MISSING_LEVEL, OTHER_LEVELS, _branch_labels
+    from clarytree.mbndt._export import (
+        MISSING_LEVEL,
+        OTHER_LEVELS,
+        _branch_labels,
+        _branch_tests,
+    )
 
     X, y = mixed_data
     est = MBNDTClassifier(**FAST, random_state=1).fit(X, y)
@@ -457,15 +462,25 @@ def test_export_short_cuts_route_exactly_and_say_where_missing_goes(mixed_data):
         labels = _branch_labels(tree, node, None)
         if tree.is_categorical[node]:
             categorical += 1
+            members = [t.members for t in _branch_tests(tree, node)]
             # Exactly one child takes missing values, exactly one the other levels.
-            assert sum(MISSING_LEVEL in lab for lab in labels) == 1, labels
-            assert sum(OTHER_LEVELS in lab for lab in labels) == 1, labels
-            # Every level seen in training is named in the labels (a one-hot
-            # node's test is on one level; the others are listed too).
+            assert sum(MISSING_LEVEL in m for m in members) == 1, labels
+            assert sum(OTHER_LEVELS in m for m in members) == 1, labels
+            # Every level seen in training goes to one child by name (a one-hot
+            # node's test is on one level; the others are listed too), and a
+            # label lists a child's levels or, when shorter, the others.
             column = X.columns[int(tree.feature[node])]
             seen = {str(v) for v in X[column].dropna().unique()}
-            named = set(re.findall(r"[\w-]+", " ".join(labels)))
-            assert seen <= named, (labels, seen)
+            listed = [lev for m in members for lev in m if lev not in (OTHER_LEVELS,
+                                                                         MISSING_LEVEL)]
+            assert seen <= set(listed) and len(listed) == len(set(listed)), (labels, seen)
+            for label, m in zip(labels, members, strict=True):
+                others = [lev for ms in members if ms is not m for lev in ms]
+                if len(others) < len(m):
+                    tail = " or missing" if MISSING_LEVEL in m else ""
+                    assert label == f"not in {{{', '.join(others)}}}{tail}", labels
+                else:
+                    assert label == f"in {{{', '.join(m)}}}", labels
             continue
         numeric += 1
         assert sum(lab.endswith(" or missing") for lab in labels) == 1, labels
@@ -485,7 +500,7 @@ def test_export_short_cuts_route_exactly_and_say_where_missing_goes(mixed_data):
     np.testing.assert_array_equal(short.apply(raw), tree.apply(raw))
     # Readable by default, exact on request; the JSON keeps the model's cuts.
     text = export_text(est)
-    assert "or missing" in text and MISSING_LEVEL in text
+    assert "or missing" in text and (MISSING_LEVEL in text or " not in {" in text)
     exact = export_text(est, exact_thresholds=True, significant_digits=None)
     assert all(repr(float(c)) in exact for c in tree.cuts)
     clone = from_dict(json.loads(json.dumps(to_dict(est))))
@@ -500,19 +515,28 @@ def _rule_rows(rule, X, listed):
     if rule == "(all rows)":
         return selected
     for test in rule.split(" and "):
-        if test.startswith("("):
+        if test.startswith("(") and test.endswith(")"):
             assert test.endswith(" or missing)"), rule     # only those are parenthesized
             test = test[1:-1]
+        else:
+            assert not test.endswith(" or missing") or rule == test, rule
         takes_missing = test.endswith(" or missing")
         test = test.removesuffix(" or missing")
-        if m := re.fullmatch(r"(\w+) in \{(.*)\}", test):
-            column, members = X[m[1]], m[2].split(", ")
+        if m := re.fullmatch(r"(\w+) (not )?in \{(.*)\}", test):
+            column, members = X[m[1]], m[3].split(", ")
             missing = column.isna().to_numpy()
             text = column.astype(str).to_numpy()
-            rows = (np.isin(text, members) & ~missing
-                    | missing & ("<missing>" in members)
-                    | ~np.isin(text, listed[m[1]]) & ~missing
-                    & ("<other or unseen>" in members))
+            named = np.isin(text, members) & ~missing
+            unseen = ~np.isin(text, listed[m[1]]) & ~missing
+            if m[2]:
+                # "not in": present values outside the list; missing ones only
+                # where said ("or missing"; <missing> listed means excluded).
+                assert takes_missing != ("<missing>" in members), rule
+                rows = (~named & ~missing & ~(unseen & ("<other or unseen>" in members))
+                        | missing & takes_missing)
+            else:
+                rows = (named | missing & ("<missing>" in members)
+                        | unseen & ("<other or unseen>" in members))
         else:
             m = (re.fullmatch(r"(?P<lo>\S+) < (?P<name>\w+) <= (?P<hi>\S+)", test)
                  or re.fullmatch(r"(?P<name>\w+) <= (?P<hi>\S+)", test)
@@ -544,6 +568,7 @@ def test_leaf_table_rules_select_exactly_the_leaf_rows(mixed_data):
     table = leaf_table(est)
     rules = table["rule"].tolist()
     assert any("or missing)" in r for r in rules), rules
+    assert any(" not in {" in r for r in rules), rules     # the 15-level column
     # One test per feature in a rule.
     assert all(len(re.findall(rf"\b{f}\b", r)) <= 1 for r in rules
                for f in ("a", "b", "color", "city")), rules

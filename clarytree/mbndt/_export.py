@@ -35,8 +35,9 @@ def _children(tree, node):
 def _branch_tests(tree, node, exact_thresholds=False):
     """The test of every child of a multiway node, in child order.
 
-    A categorical child's test is the list of its members (level labels,
-    ``<other or unseen>`` and ``<missing>`` where those go); a numeric one's
+    A categorical child's test is a :class:`_Levels`, its members (level
+    labels, ``<other or unseen>`` and ``<missing>`` where those go) among
+    the node's; a numeric one's
     is ``(low, low_text, high, high_text, takes_missing)`` for ``low < x <=
     high`` (infinite where unbounded; the texts as :func:`_threshold_text`
     prints the cut points).
@@ -55,7 +56,9 @@ def _branch_tests(tree, node, exact_thresholds=False):
                 if not missing_listed:
                     members.append(MISSING_LEVEL)
             tests.append(members)
-        return tests
+        # Every child's members, in the node's order: what "not in" counts from.
+        universe = [m for members in tests for m in members]
+        return [_Levels(members, universe) for members in tests]
     s, e = tree.cuts_ptr[node], tree.cuts_ptr[node + 1]
     cuts = [float(c) for c in tree.cuts[s:e]]
     texts = [_threshold_text(c, lo, hi, exact_thresholds) for c, lo, hi in
@@ -68,11 +71,36 @@ def _branch_tests(tree, node, exact_thresholds=False):
     return [(*bounds[k], *bounds[k + 1], k == missing_to) for k in range(len(kids))]
 
 
+class _Levels:
+    """A categorical test: the members a child takes, among all the node's."""
+
+    def __init__(self, members, universe):
+        self.members = members
+        self.universe = universe
+
+    @property
+    def takes_missing_by_exclusion(self):
+        """Whether the text is "not in {...} or missing" (see :meth:`text`)."""
+        return self.text().endswith(" or missing")
+
+    def text(self):
+        # The shorter of the two lists: a child taking most of a column's
+        # many levels reads "not in" the few that go elsewhere (with
+        # <missing> among them when missing values go elsewhere, else
+        # "or missing" said outright).
+        kept = set(self.members)
+        others = [m for m in self.universe if m not in kept]
+        if others and len(others) < len(self.members):
+            text = f"not in {{{', '.join(others)}}}"
+            return f"{text} or missing" if MISSING_LEVEL in kept else text
+        return f"in {{{', '.join(self.members)}}}"
+
+
 def _test_text(test, name):
     """A test of :func:`_branch_tests` as text (``name=None``: without the feature)."""
     prefix = "" if name is None else f"{name} "
-    if isinstance(test, list):
-        return f"{prefix}in {{{', '.join(test)}}}"
+    if isinstance(test, _Levels):
+        return prefix + test.text()
     _, low, _, high, missing = test
     if low is None:
         text = f"{prefix}<= {high}"
@@ -99,9 +127,9 @@ def _branch_labels(tree, node, name, exact_thresholds=False):
 
 def _merge_tests(first, second):
     """Both tests of one feature as one (a path's later test within the earlier)."""
-    if isinstance(first, list):
-        kept = set(first)
-        return [m for m in second if m in kept]
+    if isinstance(first, _Levels):
+        kept = set(first.members)
+        return _Levels([m for m in second.members if m in kept], second.universe)
     lo, lo_text, hi, hi_text, missing = first
     lo2, lo_text2, hi2, hi_text2, missing2 = second
     if lo2 > lo:
@@ -155,8 +183,9 @@ def _rules(tree, names, exact_thresholds=False):
     for node, path in paths.items():
         many = len(path) > 1
         rules[node] = " and ".join(
-            f"({_test_text(test, names[f])})" if many and not isinstance(test, list)
-            and test[4] else _test_text(test, names[f])
+            f"({_test_text(test, names[f])})" if many and (
+                test.takes_missing_by_exclusion if isinstance(test, _Levels) else test[4])
+            else _test_text(test, names[f])
             for f, test in path.items()) or "(all rows)"
     return rules
 
