@@ -345,13 +345,11 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
     # min_samples_leaf counts training weight (rows when unweighted).
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
     rows = f"{n:g} rows" if sample_weight is None else f"a total sample_weight of {n:g}"
-    if not np.any(n_bins > 1) and n_zero_weight:
+    if not np.any(n_bins > 1):
         kept = bins.shape[0]
-        cause = (f"every column of X is constant over the {kept} row{'s' * (kept != 1)} "
-                 f"with positive sample_weight ({n_zero_weight} of weight 0 do not count), "
-                 "so there is no threshold to split on")
-    elif not np.any(n_bins > 1):
-        cause = "every column of X is constant, so there is no threshold to split on"
+        over = (f" over the {kept} row{'s' * (kept != 1)} with positive sample_weight "
+                f"({n_zero_weight} of weight 0 do not count)" if n_zero_weight else "")
+        cause = f"every column of X is constant{over}, so there is no threshold to split on"
     elif n < 2 * msl:
         cause = (f"a split needs at least min_samples_leaf = {msl} rows on each side, "
                  f"but X has {rows}")

@@ -122,15 +122,14 @@ def _read_table(path, encoding=None):
         raise UsageError(f"file not found: {path}")
     if os.path.isdir(path):
         raise UsageError(f"expected a data file, got a directory: {path}")
-    lower = path.lower()
+    parquet = path.lower().endswith((".parquet", ".pq"))
     try:
-        if lower.endswith((".parquet", ".pq")):
+        if parquet:
             frame = pd.read_parquet(path)
         else:
-            options = _csv_dialect(path, encoding)
-            frame = pd.read_csv(path, **options)
+            frame = pd.read_csv(path, **_csv_dialect(path, encoding))
     except ImportError as exc:
-        if lower.endswith((".parquet", ".pq")):
+        if parquet:
             # pandas' message lists each engine's import error on its own line.
             raise UsageError(f"cannot read {path}: reading Parquet needs pyarrow (or "
                              "fastparquet): pip install pyarrow") from None
@@ -238,6 +237,18 @@ def _split_target(frame, target, path):
     return X, y
 
 
+def _column_list(spec):
+    """The column names of a ``COL,...`` option (none for None), each once."""
+    return list(dict.fromkeys(c.strip() for c in spec.split(",") if c.strip())) if spec else []
+
+
+def _check_proba(model):
+    """``--proba`` needs a classifier."""
+    if not hasattr(model, "classes_"):
+        raise UsageError(f"--proba: {type(model).__name__} is a regressor; only classifiers "
+                         "give probabilities")
+
+
 def _categorical_columns(X, spec, path):
     """Columns to treat as categorical: text, bool and category columns plus ``spec``.
 
@@ -248,7 +259,7 @@ def _categorical_columns(X, spec, path):
 
     columns = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
                or pd.api.types.is_bool_dtype(X[c])]
-    named = [c.strip() for c in spec.split(",") if c.strip()] if spec else []
+    named = _column_list(spec)
     unknown = [c for c in named if c not in X.columns]
     if unknown:
         raise UsageError(f"--categorical: column(s) not in {path}: {_list(unknown)}")
@@ -623,17 +634,15 @@ def _cmd_predict(args):
         if X.shape[1] != model.n_features_in_:
             raise UsageError(f"{args.data} has {X.shape[1]} columns but the model expects "
                              f"{model.n_features_in_}")
-    keep = list(dict.fromkeys(c.strip() for c in args.keep.split(",") if c.strip())) \
-        if args.keep else []
+    keep = _column_list(args.keep)
     unknown = [c for c in keep if c not in frame.columns]
     if unknown:
         raise UsageError(f"--keep: column(s) not in {args.data}: {_list(unknown)}")
     clash = [c for c in keep if c == "prediction" or c.startswith("proba[")]
     if clash:
         raise UsageError(f"--keep: column(s) {_list(clash)} would clash with the output's own")
-    if args.proba and not hasattr(model, "predict_proba"):
-        raise UsageError(f"--proba: {type(model).__name__} is a regressor; only classifiers "
-                         "give probabilities")
+    if args.proba:
+        _check_proba(model)
     out = frame[keep].reset_index(drop=True)
     out["prediction"] = model.predict(X)
     if args.proba:
@@ -660,9 +669,8 @@ def _cmd_export(args):
     if args.proba and not args.sql:
         raise UsageError("--proba goes with --sql (the Python source of a classifier always "
                          "defines predict_proba)")
-    if args.proba and not hasattr(model, "classes_"):
-        raise UsageError(f"--proba: {type(model).__name__} is a regressor; only classifiers "
-                         "give probabilities")
+    if args.proba:
+        _check_proba(model)
     if args.sql:
         text = export_sql(model, table=args.table, dialect=args.dialect,
                           proba=args.proba) + "\n"

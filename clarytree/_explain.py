@@ -455,20 +455,27 @@ def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
             raise ValueError("proba=True selects several columns: pass a table")
         outputs += [(f"proba[{label}]", family.sql_cases(estimator, names, dialect, k))
                     for k, label in enumerate(estimator.classes_)]
-    # Indent by whole lines: a level or a column name may hold a line
-    # break, and its literal must keep it as it is.
-    pad = "" if table is None else "  "
-    lines = ["SELECT"]
-    for i, (name, cases) in enumerate(outputs):
-        lines.append(f"{pad}CASE")
-        for tests, value in cases:
-            condition = " AND ".join(tests) if tests else "1 = 1"
-            lines.append(f"{pad}  WHEN {condition}")
-            lines.append(f"{pad}    THEN {value}")
-        if table is None:
-            return "\n".join(lines[1:] + ["END"])
-        lines.append(f"  END AS {_sql_ident(name)}" + ("," if i + 1 < len(outputs) else ""))
-    return "\n".join(lines + [f"FROM {table}"])
+    if table is None:
+        return "\n".join(_case_lines(outputs[0][1], "") + ["END"])
+    selected = [_case_lines(cases, "  ") + [f"  END AS {_sql_ident(name)}"]
+                for name, cases in outputs]
+    for lines in selected[:-1]:
+        lines[-1] += ","
+    return "\n".join(["SELECT", *(line for lines in selected for line in lines),
+                      f"FROM {table}"])
+
+
+def _case_lines(cases, pad):
+    """``CASE`` and its ``WHEN ... THEN ...`` lines, each starting with ``pad``.
+
+    Indented by whole lines: a level or a column name may hold a line break,
+    and its literal must keep it as it is.
+    """
+    lines = [f"{pad}CASE"]
+    for tests, value in cases:
+        lines.append(f"{pad}  WHEN {' AND '.join(tests) if tests else '1 = 1'}")
+        lines.append(f"{pad}    THEN {value}")
+    return lines
 
 
 # --------------------------------------------------------------------------

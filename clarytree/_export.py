@@ -556,7 +556,7 @@ class _BinaryView:
                 elif not went_left and t > st["lo"]:
                     st["lo"], st["lo_text"] = t, thresholds[node]
             st["shown"] = st.get("shown", False) or self.shows_missing(node)
-        parts = [self._clause(names[f], f, state[f]) for f in order]
+        parts = [self._clause(_display(names[f]), f, state[f]) for f in order]
         parts = [p for p in parts if p]
         return " and ".join(parts) if parts else "(all rows)"
 
@@ -625,12 +625,11 @@ class _BinaryFamily(TreeFamily):
         thresholds = _binary_threshold_texts(tree, exact_thresholds)
         view = _BinaryView(estimator)
         conditions = view.conditions()
-        shown = _display_names(names)
         records = []
         for leaf in np.flatnonzero(np.asarray(tree.children_left) < 0):
             row = {
                 "leaf": int(leaf),
-                "rule": view.rule(conditions[leaf], shown, thresholds),
+                "rule": view.rule(conditions[leaf], names, thresholds),
                 "n_samples": int(tree.n_node_samples[leaf]),
                 "intercept": _rounded(tree.intercept[leaf], digits),
             }

@@ -7,12 +7,13 @@ fitted ``tree_``; importing :mod:`clarytree.mbndt` registers
 :class:`MultiwayFamily` for :class:`~clarytree.mbndt._tree.MultiwayTree`.
 """
 
+from collections import namedtuple
+
 import numpy as np
 
 from .._export import (
     TreeFamily,
     _display,
-    _display_names,
     _json_value,
     _num,
     _rounded,
@@ -37,10 +38,9 @@ def _branch_tests(tree, node, exact_thresholds=False):
 
     A categorical child's test is a :class:`_Levels`, its members (level
     labels, ``<other or unseen>`` and ``<missing>`` where those go) among
-    the node's; a numeric one's
-    is ``(low, low_text, high, high_text, takes_missing)`` for ``low < x <=
-    high`` (infinite where unbounded; the texts as :func:`_threshold_text`
-    prints the cut points).
+    the node's; a numeric one's an :data:`_Interval`, ``low < x <= high``
+    (infinite where unbounded; the texts as :func:`_threshold_text` prints
+    the cut points).
     """
     kids = _children(tree, node)
     if tree.is_categorical[node]:
@@ -68,7 +68,11 @@ def _branch_tests(tree, node, exact_thresholds=False):
                                       side="left"))
                   if feature in tree.impute_values else None)
     bounds = [(-np.inf, None)] + list(zip(cuts, texts, strict=True)) + [(np.inf, None)]
-    return [(*bounds[k], *bounds[k + 1], k == missing_to) for k in range(len(kids))]
+    return [_Interval(*bounds[k], *bounds[k + 1], k == missing_to) for k in range(len(kids))]
+
+
+# A numeric child's test: low < x <= high (texts None where unbounded).
+_Interval = namedtuple("_Interval", "low low_text high high_text takes_missing")
 
 
 class _Levels:
@@ -77,11 +81,6 @@ class _Levels:
     def __init__(self, members, universe):
         self.members = members
         self.universe = universe
-
-    @property
-    def takes_missing_by_exclusion(self):
-        """Whether the text is "not in {...} or missing" (see :meth:`text`)."""
-        return self.text().endswith(" or missing")
 
     def text(self):
         # The shorter of the two lists: a child taking most of a column's
@@ -101,7 +100,7 @@ def _test_text(test, name):
     prefix = "" if name is None else f"{name} "
     if isinstance(test, _Levels):
         return prefix + test.text()
-    _, low, _, high, missing = test
+    low, high = test.low_text, test.high_text
     if low is None:
         text = f"{prefix}<= {high}"
     elif high is None:
@@ -110,7 +109,7 @@ def _test_text(test, name):
         text = f"{low} < {name} <= {high}"
     else:
         text = f"({low}, {high}]"
-    return f"{text} or missing" if missing else text
+    return f"{text} or missing" if test.takes_missing else text
 
 
 def _branch_labels(tree, node, name, exact_thresholds=False):
@@ -130,13 +129,9 @@ def _merge_tests(first, second):
     if isinstance(first, _Levels):
         kept = set(first.members)
         return _Levels([m for m in second.members if m in kept], second.universe)
-    lo, lo_text, hi, hi_text, missing = first
-    lo2, lo_text2, hi2, hi_text2, missing2 = second
-    if lo2 > lo:
-        lo, lo_text = lo2, lo_text2
-    if hi2 < hi:
-        hi, hi_text = hi2, hi_text2
-    return (lo, lo_text, hi, hi_text, missing and missing2)
+    low = first[:2] if first.low >= second.low else second[:2]
+    high = first[2:4] if first.high <= second.high else second[2:4]
+    return _Interval(*low, *high, first.takes_missing and second.takes_missing)
 
 
 def _leaf_text(estimator, node, digits):
@@ -181,12 +176,10 @@ def _rules(tree, names, exact_thresholds=False):
             paths[child] = path
     rules = {}
     for node, path in paths.items():
-        many = len(path) > 1
+        texts = [_test_text(test, _display(names[f])) for f, test in path.items()]
         rules[node] = " and ".join(
-            f"({_test_text(test, names[f])})" if many and (
-                test.takes_missing_by_exclusion if isinstance(test, _Levels) else test[4])
-            else _test_text(test, names[f])
-            for f, test in path.items()) or "(all rows)"
+            f"({t})" if len(texts) > 1 and t.endswith(" or missing") else t
+            for t in texts) or "(all rows)"
     return rules
 
 
@@ -249,7 +242,7 @@ class MultiwayFamily(TreeFamily):
 
     def leaf_rows(self, estimator, names, digits, exact_thresholds=False):
         tree = estimator.tree_
-        rules = _rules(tree, _display_names(names), exact_thresholds)
+        rules = _rules(tree, names, exact_thresholds)
         classes = getattr(estimator, "classes_", None)
         value_cols = ["value"] if classes is None else [f"proba[{c}]" for c in classes]
         records = []
