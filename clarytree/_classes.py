@@ -361,8 +361,8 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                 left = np.r_[left, left[:-1] + counts[-1]]
             if np.any((left >= msl) & (n - left >= msl)):
                 return
-        cause = (f"no threshold leaves min_samples_leaf = {msl} of the {rows} on "
-                 "both sides")
+        total = f"the {rows}" if sample_weight is None else rows.replace("a total", "the total")
+        cause = f"no threshold leaves min_samples_leaf = {msl} of {total} on both sides"
     if estimator.min_samples_leaf == "auto" and n_regression > 0 and "min_samples" in cause:
         remedy = (f"min_samples_leaf='auto' is 5 rows per regression feature ({n_regression} "
                   "here): pass fewer regression_features (a short list, or None for "
@@ -466,6 +466,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
             Numeric columns (NaN marks a missing value; inf is an error) and,
             in a DataFrame, categorical columns (see ``categorical_features``).
             A DataFrame's column names are kept in ``feature_names_in_``.
+            polars DataFrames and pyarrow Tables are read as pandas ones.
         y : array-like of shape (n_samples,)
             Finite numeric target.
         sample_weight : array-like of shape (n_samples,), default=None

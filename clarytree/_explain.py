@@ -20,6 +20,8 @@ import re
 
 import numpy as np
 
+from ._frames import as_pandas
+
 __all__ = ["explain", "export_python", "export_sql"]
 
 _DIALECTS = ("sqlite", "postgres", "ansi")
@@ -215,6 +217,7 @@ def explain(estimator, X, feature_names=None):
                          "pass feature_names= to rename them")
     if len(set(names)) != len(names):
         raise ValueError("feature names must be distinct")
+    X = as_pandas(X)
     index = X.index if hasattr(X, "index") and hasattr(X, "columns") else None
     leaves, rules, intercept, terms, prediction = family.contributions(estimator, X, names)
     columns = {

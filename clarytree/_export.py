@@ -35,6 +35,8 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._frames import as_pandas
+
 __all__ = [
     "export_graphviz",
     "export_text",
@@ -1722,6 +1724,7 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
 
     family = _family(estimator)
     names = _feature_names(estimator, feature_names)
+    X = as_pandas(X)
     shape = X.shape if hasattr(X, "shape") else np.shape(X)
     if len(shape) != 2 or shape[1] != len(names):
         raise ValueError(f"X must have shape (n_samples, {len(names)}), got {tuple(shape)}")

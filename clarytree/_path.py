@@ -23,6 +23,7 @@ from ._classes import (
     _BaseLinearTree,
     _fit_tree,
 )
+from ._frames import as_pandas
 from ._sklearn_compat import fit_context
 
 PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
@@ -119,7 +120,7 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
     distinct = list(dict.fromkeys(penalties))
     knobs = {arg: getattr(estimator, name) for name, arg in _KNOBS.items()
              if hasattr(estimator, name)}
-    path, _ = _fit_tree(clone(estimator), X, y, leaf_penalties=distinct, **knobs,
+    path, _ = _fit_tree(clone(estimator), as_pandas(X), y, leaf_penalties=distinct, **knobs,
                         **fit_params)
     fitted = dict(zip(distinct, path, strict=True))
     return [fitted[lam] for lam in penalties]
@@ -249,6 +250,7 @@ class _CVMixin:
                              f"(got {alphas})")
         # Values are checked by the inner fits' preparation (categorical
         # columns, missing values); here only shapes, names and y.
+        X = as_pandas(X)        # a polars or Arrow table: its rows are taken by iloc
         X_checked, y_checked = validate_data(self, X, y, dtype=None, ensure_all_finite=False,
                                              y_numeric=True)
         y_checked = np.ascontiguousarray(y_checked, dtype=np.float64)

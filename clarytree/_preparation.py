@@ -37,6 +37,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._frames import as_pandas
 from ._splitter import MISSING_LEFT
 from ._thresholds import threshold_pool
 from ._tree import MAX_CATEGORIES, TREE_UNDEFINED, Tree, bitset_codes, categories_bitset
@@ -498,6 +499,7 @@ class Preparation:
         categorical (``columns`` None), else ``X`` None and the list of raw
         columns.
         """
+        X = as_pandas(X)
         if reset:
             if not (hasattr(X, "shape") and len(X.shape) == 2):
                 X = check_array(X, dtype=None, ensure_all_finite=False)

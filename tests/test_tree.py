@@ -349,6 +349,16 @@ def test_warns_when_no_split_is_admissible():
         CholeskyTreeRegressor(max_depth=2).fit(np.ones((50, 2)), y[:50])
     with pytest.warns(UnsplittableWarning, match="X has 50 rows.*lower min_samples_leaf"):
         CholeskyTreeRegressor(max_depth=2, min_samples_leaf=30).fit(X[:50, :2], y[:50])
+    # Enough rows in all, but every threshold leaves too few on one side
+    # (a column that takes its rarer value 10 times out of 50).
+    skewed = np.r_[np.zeros(40), np.ones(10)][:, None]
+    with pytest.warns(UnsplittableWarning, match=r"no threshold leaves min_samples_leaf = 20 "
+                      r"of the 50 rows on both sides"):
+        CholeskyTreeRegressor(max_depth=2, min_samples_leaf=20).fit(skewed, y[:50])
+    with pytest.warns(UnsplittableWarning, match=r"no threshold leaves min_samples_leaf = 20 "
+                      r"of the total sample_weight of 50 on both sides"):
+        CholeskyTreeRegressor(max_depth=2, min_samples_leaf=20).fit(
+            skewed, y[:50], sample_weight=np.r_[np.full(25, 0.5), np.full(25, 1.5)])
     # Weights normalized to sum 1: the message says they count as rows.
     with pytest.warns(UnsplittableWarning, match=r"total sample_weight of 1\b.*"
                       r"sums to 1 over 1000 rows; rescale it"):

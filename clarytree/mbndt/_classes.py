@@ -18,6 +18,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._frames import as_pandas
 from .._preparation import _column_name, _infinity_error, validate_sample_weight
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
@@ -153,6 +154,7 @@ class _BaseMBNDT(BaseEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              "target y is None.")
+        X = as_pandas(X)
         _check_no_infinity(X)
         if _is_dataframe(X):
             # y first: validating "no_validation" X would reset the feature names.
@@ -169,6 +171,7 @@ class _BaseMBNDT(BaseEstimator):
 
     def _validate_predict_input(self, X):
         check_is_fitted(self, "tree_")
+        X = as_pandas(X)
         _check_no_infinity(X)
         if _is_dataframe(X):
             validate_data(self, X, reset=False, skip_check_array=True)
@@ -471,6 +474,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Numeric and/or categorical features; missing values allowed.
+            polars DataFrames and pyarrow Tables are read as pandas ones.
         y : array-like of shape (n_samples,)
             Class labels.
         sample_weight : array-like of shape (n_samples,), default=None

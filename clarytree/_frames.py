@@ -1,0 +1,133 @@
+"""Tables other than pandas DataFrames, read as pandas DataFrames.
+
+The estimators read a table's column names and dtypes (which columns are
+categorical, how missing values are marked) through pandas' interface.  A
+polars DataFrame or a pyarrow Table carries the same information; numpy
+would turn its string columns into an object array and lose its
+categorical dtypes, so such a table is converted to pandas here, once, at
+the entry of ``fit``, ``predict`` and the functions that take ``X``.
+
+polars is converted column by column with its own ``to_numpy`` (so pyarrow
+is not needed), with these dtypes:
+
+- ``Enum``: pandas ``category`` with its categories in their declared
+  order; ``Categorical``: pandas ``category`` of the levels present;
+- ``String``: ``object`` with ``None`` for null;
+- ``Boolean``: ``bool``, or ``object`` with ``None`` when it has nulls;
+- numeric: float (integers with nulls become float with NaN; decimals
+  float) or integer;
+- dates and durations: numpy's ``datetime64``/``timedelta64``, which the
+  estimators reject with a message naming the column, as for pandas;
+- nested types (``List``, ``Struct``, ``Array``, ``Object``): a
+  ``TypeError`` naming the column.
+
+pyarrow tables use pyarrow's own ``to_pandas``; any other object with the
+Arrow C stream or dataframe interchange protocol and column names goes
+through pandas' readers of those protocols.
+"""
+
+import numpy as np
+
+
+def _module(X):
+    return type(X).__module__.split(".", 1)[0]
+
+
+def _is_pandas_like(X):
+    # pandas and the libraries that copy its interface (modin, cudf).
+    return hasattr(X, "iloc") and hasattr(X, "dtypes") and hasattr(X, "columns")
+
+
+def is_foreign_table(X):
+    """Whether ``X`` is a table that is not pandas-like (polars, pyarrow, ...)."""
+    if isinstance(X, np.ndarray) or _is_pandas_like(X):
+        return False
+    if _module(X) == "polars":
+        return hasattr(X, "get_column")          # a DataFrame, not a Series
+    if not (hasattr(X, "columns") or hasattr(X, "column_names")):
+        return False
+    return hasattr(X, "__arrow_c_stream__") or hasattr(X, "__dataframe__")
+
+
+def _import_pandas(X):
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(
+            f"reading a {_module(X)} table with its column types needs pandas: "
+            "pip install pandas (or pass a numpy array of numbers)") from None
+    return pd
+
+
+def as_pandas(X):
+    """``X`` as a pandas DataFrame when it is a polars or Arrow table.
+
+    Anything else (pandas DataFrames, numpy arrays, lists, sparse matrices)
+    is returned as it is, for the estimators' own validation.
+
+    Parameters
+    ----------
+    X : object
+
+    Returns
+    -------
+    X : pandas.DataFrame or object
+    """
+    if not is_foreign_table(X):
+        return X
+    if _module(X) == "polars":
+        if all(_polars_kind(dtype) == "number" for dtype in X.dtypes):
+            # numbers only: numpy reads it (no pandas needed), NaN and null
+            # both becoming NaN
+            try:
+                import pandas  # noqa: F401
+            except ImportError:
+                return X.to_numpy()
+        return _polars_to_pandas(X, _import_pandas(X))
+    pd = _import_pandas(X)
+    if _module(X) == "pyarrow" and hasattr(X, "to_pandas"):
+        return X.to_pandas()
+    if hasattr(X, "__arrow_c_stream__") and hasattr(pd.DataFrame, "from_arrow"):
+        return pd.DataFrame.from_arrow(X)
+    return pd.api.interchange.from_dataframe(X)
+
+
+def _polars_kind(dtype):
+    """'category', 'text', 'bool', 'number', 'time' or 'nested' for a polars dtype."""
+    name = type(dtype).__name__ if not isinstance(dtype, type) else dtype.__name__
+    if name in ("Categorical", "Enum"):
+        return "category"
+    if name in ("String", "Utf8"):
+        return "text"
+    if name == "Boolean":
+        return "bool"
+    if name in ("Date", "Datetime", "Duration", "Time"):
+        return "time"
+    if name in ("List", "Array", "Struct", "Object", "Binary", "Null", "Unknown"):
+        return "nested"
+    if getattr(dtype, "is_numeric", lambda: False)():
+        return "number"
+    return "nested"
+
+
+def _polars_to_pandas(X, pd):
+    data = {}
+    for name, dtype in zip(X.columns, X.dtypes, strict=True):
+        column = X.get_column(name)
+        kind = _polars_kind(dtype)
+        if kind == "nested":
+            raise TypeError(f"column {name!r} has polars dtype {dtype}, which is neither "
+                            "numeric nor categorical; convert it (e.g. to String) or "
+                            "drop it")
+        values = column.to_numpy()
+        if kind == "category":
+            # An Enum declares its categories; a Categorical (polars >= 2
+            # keeps no fixed list) has the levels present, sorted as
+            # pandas sorts a new categorical's.
+            categories = list(dtype.categories) if type(dtype).__name__ == "Enum" else None
+            values = pd.Categorical(values, categories=categories)
+        elif kind == "number" and values.dtype == object:
+            # Decimal
+            values = column.cast(float).to_numpy()
+        data[name] = values
+    return pd.DataFrame(data, columns=list(X.columns))
