@@ -278,12 +278,18 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
     values = column[column.notna()]
     if values.shape[0] == 0:
         return
-    numbers_ = pd.to_numeric(values.astype(object), errors="coerce").notna().to_numpy()
+    objects = values.astype(object)
+    # True/False (a bool column with missing values is an object column)
+    # are levels, not numbers, although pandas reads them as 1 and 0.
+    numbers_ = (pd.to_numeric(objects, errors="coerce").notna().to_numpy()
+                & ~objects.map(_is_bool).to_numpy(dtype=bool))
     n_numbers, n_present = int(numbers_.sum()), numbers_.shape[0]
     if n_numbers < NUMERIC_TEXT_SHARE * n_present:
         return
     if n_numbers == n_present:
-        what = "numbers stored as text"
+        text = objects.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+        what = ("numbers stored as text" if text.any()
+                else "numbers in a column of dtype object")
     else:
         others = pd.unique(values[~numbers_].astype(str))
         shown = ", ".join(repr(v) for v in others[:3]) + (", ..." if len(others) > 3 else "")
@@ -311,12 +317,18 @@ def _head_numeric_share(values):
     failures = 0
     for v in present:
         try:
+            if _is_bool(v):
+                raise TypeError
             float(v)
         except (TypeError, ValueError):
             failures += 1
             if failures > allowed:
                 return 0.0      # too many already: a text column
     return 1.0 - failures / len(present) if len(present) else 1.0
+
+
+def _is_bool(value):
+    return isinstance(value, (bool, np.bool_))
 
 
 def _missing_mask(values):
@@ -511,11 +523,16 @@ class Preparation:
             # neither the column nor what to do, and pandas turns some of
             # them into nanoseconds without a word.
             for j, dtype in enumerate(X.dtypes):
-                if getattr(dtype, "kind", None) in ("M", "m") and not self.is_categorical_[j]:
+                kind = getattr(dtype, "kind", None)
+                name = _column_name([str(c) for c in X.columns], j)
+                if kind in ("M", "m") and not self.is_categorical_[j]:
                     raise ValueError(
-                        f"column {_column_name([str(c) for c in X.columns], j)} has "
-                        f"dtype {dtype}, which is not numeric; encode it as numbers "
-                        "(e.g. days since a date) or declare it in categorical_features")
+                        f"column {name} has dtype {dtype}, which is not numeric; encode "
+                        "it as numbers (e.g. days since a date) or declare it in "
+                        "categorical_features")
+                if kind == "c":     # numpy would drop the imaginary parts with a warning
+                    raise ValueError(f"column {name} has dtype {dtype}: complex data is "
+                                     "not supported; pass its real part or modulus")
         if not self.is_categorical_.any():
             if getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S"):
                 self._name_text_column(estimator, X)

@@ -396,3 +396,61 @@ def test_numbers_stored_as_text_warn_when_inferred_categorical():
         CLARITreeRegressor(max_depth=1, categorical_features=["typo", "coded", "words",
                                                               "cat"]).fit(frame, y)
         CLARITreeRegressor(max_depth=1).fit(frame[["words", "cat"]], y)
+
+
+@pytest.mark.parametrize("family", ["clari", "mbndt"])
+def test_object_columns_of_flags_or_numbers(family):
+    """True/False with missing values are levels (no numbers-as-text warning);
+    Python numbers in an object column made categorical warn in their own words."""
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    n = 120
+    x = rng.normal(size=n)
+    flags = pd.Series(np.where(x > 0, True, False), dtype=object)
+    flags[::7] = None
+    numbers = pd.Series(np.round(x, 2), dtype=object)
+    numbers[::5] = None
+    y = x + rng.normal(scale=0.1, size=n)
+    if family == "clari":
+        def fit(frame):
+            return CLARITreeRegressor(max_depth=1).fit(frame, y)
+    else:
+        pytest.importorskip("torch")
+        from clarytree.mbndt import MBNDTRegressor
+
+        def fit(frame):
+            return MBNDTRegressor(max_depth=1, max_epochs=2, n_restarts=1).fit(frame, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit(pd.DataFrame({"flag": flags, "x": x}))
+    if family == "clari":
+        with pytest.warns(UserWarning, match="column 'number' holds numbers in a column of "
+                                             "dtype object"):
+            fit(pd.DataFrame({"number": numbers, "x": x}))
+    # (MBNDT reads an object column of numbers as numeric, without a warning)
+
+
+@pytest.mark.parametrize("family", ["clari", "mbndt"])
+def test_complex_column_is_an_error_naming_it(family):
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.normal(size=60), "z": rng.normal(size=60) + 1j,
+                          "c": rng.choice(["u", "v"], 60)})
+    y = rng.normal(size=60)
+    if family == "clari":
+        est = CLARITreeRegressor(max_depth=1)
+    else:
+        pytest.importorskip("torch")
+        from clarytree.mbndt import MBNDTRegressor
+
+        est = MBNDTRegressor(max_depth=1, max_epochs=2, n_restarts=1)
+    for X in (frame, frame.drop(columns="c")):
+        with pytest.raises(ValueError, match="column 'z' has dtype complex128: complex data "
+                                             "is not supported"):
+            est.fit(X, y)
+    fitted = est.fit(frame.assign(z=frame["z"].to_numpy().real), y)
+    with pytest.raises(ValueError, match="column 'z' (has dtype complex128|was numeric in "
+                                         "fit but holds a value that is not a number)"):
+        fitted.predict(frame)

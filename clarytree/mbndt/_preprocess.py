@@ -86,7 +86,7 @@ def infer_column_kinds(X, estimator_name=None):
             col = X.iloc[:, j]
             kind = col.dtype.kind
             name = _column_name(X.columns, j)
-            _reject_time(kind, col.dtype, name)
+            _reject_non_real(kind, col.dtype, name)
             if kind in "iuf" or kind == "b":
                 kinds.append("num")
             else:
@@ -97,18 +97,21 @@ def infer_column_kinds(X, estimator_name=None):
                         name=name))
         return kinds
     X = np.asarray(X)
-    _reject_time(X.dtype.kind, X.dtype, "x[0]")
+    _reject_non_real(X.dtype.kind, X.dtype, "x[0]")
     if X.dtype.kind in "iufb":
         return ["num"] * X.shape[1]
     return ["num" if _column_is_numeric(X[:, j]) else "cat" for j in range(X.shape[1])]
 
 
-def _reject_time(kind, dtype, name):
+def _reject_non_real(kind, dtype, name):
     # Dates and durations are neither numbers nor levels: as levels every
     # timestamp would be its own category and new dates would all be unseen.
     if kind in "mM":
         raise ValueError(f"column {name} has dtype {dtype}, which is not numeric; "
                          "encode it as numbers (e.g. days since a date)")
+    if kind == "c":
+        raise ValueError(f"column {name} has dtype {dtype}: complex data is not "
+                         "supported; pass its real part or modulus")
 
 
 def raw_table(X, kinds):
