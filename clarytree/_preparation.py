@@ -26,9 +26,12 @@ pandas or parameter names.
 """
 
 import numbers
+import os
+import sys
 import warnings
 
 import numpy as np
+import sklearn
 from joblib import effective_n_jobs
 from sklearn.utils.validation import (
     check_array,
@@ -304,7 +307,7 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
             "categorical_features.")
     prefix = f"{estimator_name}: " if estimator_name else ""
     warnings.warn(f"{prefix}column {name} holds {what}, so {advice}", UserWarning,
-                  stacklevel=2)
+                  stacklevel=_user_stacklevel())
 
 
 HEAD_VALUES = 64
@@ -325,6 +328,34 @@ def _head_numeric_share(values):
             if failures > allowed:
                 return 0.0      # too many already: a text column
     return 1.0 - failures / len(present) if len(present) else 1.0
+
+
+def _package_dir(module):
+    return os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+
+
+# Frames a warning should not name: ours, and scikit-learn's (its fit
+# wrapper, or the model-selection helper the user called).
+_LIBRARY_DIRS = (_package_dir(sys.modules[__package__]), _package_dir(sklearn))
+
+
+def _user_stacklevel():
+    """``stacklevel`` that makes the caller's ``warnings.warn`` name the first
+    frame outside clarytree and scikit-learn (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _level_key(value):
+    """A level compared across types: as a number when it reads as one."""
+    if not _is_bool(value):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    return str(value)
 
 
 def _is_bool(value):
@@ -600,9 +631,52 @@ class Preparation:
         for j, values in enumerate(columns):
             if self.is_categorical_[j]:
                 X[:, j] = self._encode_categorical(j, values)
+                if np.isnan(X[:, j]).all():
+                    self._warn_levels_of_another_type(estimator, j, values)
             else:
                 X[:, j] = self._numeric_column(estimator, values, j)
         return X
+
+    def _warn_levels_of_another_type(self, estimator, j, values):
+        """Warn when no value is a level of fit only because of its type.
+
+        Unseen levels follow the missing-value direction without a word (as
+        in HistGradientBoosting), but a column whose every value misses only
+        because fit saw ``'1'`` and predict gets ``1`` (a CSV read once with a
+        stray text entry) would silently lose the column.
+        """
+        values = np.asarray(values, dtype=object)
+        present = values[~_missing_mask(values)]
+        if present.shape[0] == 0:
+            return
+        known = list(self._lookup[j][0])
+        known_is_text = [isinstance(v, str) for v in known]
+        if (not known or any(map(_is_bool, known))
+                or (any(known_is_text) and not all(known_is_text))):
+            return                          # flags, or levels of mixed types
+        fit_text = known_is_text[0]
+        try:
+            sample = list(dict.fromkeys(present[:1000].tolist()))
+        except TypeError:                   # unhashable values: no level matches
+            return
+        if any(isinstance(v, str) == fit_text or _is_bool(v) for v in sample):
+            return                          # same type: genuinely new levels
+        keys = {_level_key(v): v for v in known}
+        matched = [(v, keys[_level_key(v)]) for v in sample if _level_key(v) in keys]
+        if not matched:
+            return
+        names = getattr(estimator, "feature_names_in_", None)
+        name = _column_name(names, j)
+        shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
+        fit_kind, now_kind = ("text", "numbers") if fit_text else ("numbers", "text")
+        warnings.warn(
+            f"{type(estimator).__name__}: column {name} holds none of the levels seen in "
+            f"fit: fit saw {fit_kind}, this column holds {now_kind} ({shown}"
+            f"{', ...' if len(matched) > 3 else ''}), so every row takes the missing-value "
+            f"direction at its splits. Pass it as {fit_kind}, as in fit"
+            + (f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
+               if names is not None else "."),
+            UserWarning, stacklevel=_user_stacklevel())
 
     def _encode_categorical(self, j, values):
         known, codes_of_known = self._lookup[j]

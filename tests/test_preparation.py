@@ -454,3 +454,43 @@ def test_complex_column_is_an_error_naming_it(family):
     with pytest.raises(ValueError, match="column 'z' (has dtype complex128|was numeric in "
                                          "fit but holds a value that is not a number)"):
         fitted.predict(frame)
+
+
+def test_levels_given_as_another_type_at_predict_warn():
+    """Fit saw '1', '2', '3' (text) and predict gets 1, 2, 3: every value is
+    unseen, so the column would be lost without a word; the warning names
+    the column, a value and the level it was meant to be, at the user's line."""
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    n = 300
+    frame = pd.DataFrame({"a": rng.normal(size=n),
+                          "c": rng.integers(1, 4, n).astype(str)})
+    y = frame["a"] + 3.0 * (frame["c"] == "1")
+    model = CLARITreeRegressor(max_depth=2, categorical_features=["c"]).fit(frame, y)
+    assert model.tree_.is_categorical[0]            # the root splits on the levels
+    as_numbers = frame.assign(c=frame["c"].astype(int))
+    with pytest.warns(UserWarning, match=r"column 'c' holds none of the levels seen in fit: "
+                      r"fit saw text, this column holds numbers \(.*1 for '1'.*\).*"
+                      r"X\['c'\]\.astype\(str\)") as record:
+        model.predict(as_numbers)
+    assert record[0].filename == __file__
+    # the rows do take the missing-value direction (what the warning says)
+    with pytest.warns(UserWarning, match="none of the levels"):
+        lost = model.predict(as_numbers)
+    np.testing.assert_array_equal(lost, model.predict(frame.assign(c=None)))
+    # numeric codes declared categorical, then given as text; a numpy array
+    # has no column names to suggest
+    codes = CLARITreeRegressor(max_depth=2, categorical_features=[1]).fit(
+        as_numbers.to_numpy(), y)
+    with pytest.warns(UserWarning, match=r"column x\[1\] holds none of the levels seen in "
+                      r"fit: fit saw numbers, this column holds text .* as in fit\.$"):
+        codes.predict(frame.to_numpy(dtype=object))
+    # New levels of the fit's type, missing values, flags: no warning.
+    flags = CLARITreeRegressor(max_depth=2).fit(frame.assign(c=frame["c"] == "1"), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.predict(frame.assign(c="9"))
+        model.predict(frame.assign(c=None))
+        model.predict(frame.iloc[:5])
+        flags.predict(frame.assign(c="True"))
