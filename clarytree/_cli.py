@@ -109,12 +109,13 @@ def _n_thresholds(text):
 # --------------------------------------------------------------------------
 
 
-def _read_table(path, encoding=None):
+def _read_table(path, encoding=None, text_columns=()):
     """Read a CSV (optionally compressed) or Parquet file into a DataFrame.
 
     CSV text is decoded as ``encoding``; when None, as UTF-16 or UTF-32 if
     the file starts with their byte order mark (Excel's "Unicode text"),
-    else as UTF-8 (with or without one).
+    else as UTF-8 (with or without one).  ``text_columns`` of a CSV are read
+    as text as written (``"01"`` stays ``"01"``), whatever they look like.
     """
     import pandas as pd
 
@@ -127,7 +128,10 @@ def _read_table(path, encoding=None):
         if parquet:
             frame = pd.read_parquet(path)
         else:
-            frame = pd.read_csv(path, **_csv_dialect(path, encoding))
+            dialect = _csv_dialect(path, encoding)
+            if text_columns:
+                dialect["dtype"] = dict.fromkeys(text_columns, str)
+            frame = pd.read_csv(path, **dialect)
     except ImportError as exc:
         if parquet:
             # pandas' message lists each engine's import error on its own line.
@@ -617,10 +621,43 @@ def _load_model(path):
     return model
 
 
+def _level_types(model):
+    """Names of the categorical columns whose levels of fit are text, and of
+    those whose levels are numbers (CLARITree family; MBNDT matches levels as
+    text already)."""
+    text, numbers = [], []
+    names = getattr(model, "feature_names_in_", None)
+    categories = getattr(model, "categories_", None)
+    merged = getattr(model, "merged_categories_", None)
+    if names is None or categories is None or merged is None:
+        return text, numbers
+    for j, name in enumerate(names):
+        if categories[j] is None:
+            continue
+        levels = list(categories[j][:-1] if len(merged[j]) else categories[j])
+        levels += list(merged[j])
+        if levels and all(isinstance(v, str) for v in levels):
+            text.append(str(name))
+        elif levels and not any(isinstance(v, (str, bool, np.bool_)) for v in levels):
+            numbers.append(str(name))
+    return text, numbers
+
+
 def _cmd_predict(args):
+    import pandas as pd
+
     _check_writable(args.out, "--out")
     model = _load_model(args.model)
-    frame = _read_table(args.data, args.encoding)
+    # A file has no column types: read each categorical column as the type
+    # its levels had in fit, or a column that was text in the training file
+    # (a stray "?") but is all numbers here would match none of its levels.
+    text, numbers = _level_types(model)
+    frame = _read_table(args.data, args.encoding, text_columns=text)
+    for name in numbers:
+        if name in frame.columns and frame[name].dtype.kind not in "iuf":
+            # numeric codes: a code written as text reads as that number, an
+            # entry that is no number is an unseen level (missing) either way
+            frame[name] = pd.to_numeric(frame[name], errors="coerce")
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
         missing = [str(n) for n in names if str(n) not in frame.columns]

@@ -610,3 +610,53 @@ def test_numbers_read_as_text_are_pointed_out(mixed_frame, tmp_path):
     assert "color" not in result.stderr        # real text is not flagged
     result = run("fit", path, "--target", "target", "--max-depth", 2, "--categorical", "x")
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+
+
+def test_predict_reads_categorical_columns_as_the_fit_saw_them(tmp_path):
+    """A file has no column types.  A column that was text in the training
+    file (one stray '?') and is all numbers in the file to score is read as
+    text, and numeric codes written as text are read as numbers: the rows
+    find their levels, with no warning.  Before, the first case sent every
+    row the missing values' way without a word."""
+    import joblib
+
+    rng = np.random.default_rng(0)
+    n = 300
+    a = rng.normal(size=n)
+    c = rng.integers(1, 4, n)
+    y = a + 3.0 * (c == 1)
+    train = pd.DataFrame({"a": a, "c": c.astype(object), "y": y})
+    train.loc[5, "c"] = "?"
+    train.to_csv(tmp_path / "train.csv", index=False)
+    score = pd.DataFrame({"a": a, "c": c})
+    score.to_csv(tmp_path / "score.csv", index=False)
+    model = tmp_path / "text.joblib"
+    result = run("fit", tmp_path / "train.csv", "--target", "y", "--max-depth", 2,
+                 "--test-size", 0, "--out", model)
+    assert result.returncode == 0, result.stderr
+    assert list(joblib.load(model).categories_[1]) == ["1", "2", "3", "?"]
+    result = run("predict", model, tmp_path / "score.csv")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    got = np.array([float(v) for v in result.stdout.splitlines()[1:]])
+    np.testing.assert_allclose(got, y, atol=1e-3)
+    expected = joblib.load(model).predict(score.assign(c=c.astype(str)))
+    np.testing.assert_array_equal(got, expected)
+
+    # numeric codes declared categorical, a stray text entry in the file to score
+    train.loc[5, "c"] = 2
+    train.to_csv(tmp_path / "codes.csv", index=False)
+    model = tmp_path / "codes.joblib"
+    result = run("fit", tmp_path / "codes.csv", "--target", "y", "--max-depth", 2,
+                 "--test-size", 0, "--categorical", "c", "--out", model)
+    assert result.returncode == 0, result.stderr
+    assert list(joblib.load(model).categories_[1]) == [1, 2, 3]
+    stray = score.astype({"c": object})
+    stray.loc[7, "c"] = "?"
+    stray.to_csv(tmp_path / "stray.csv", index=False)
+    result = run("predict", model, tmp_path / "stray.csv")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    got = np.array([float(v) for v in result.stdout.splitlines()[1:]])
+    expected = joblib.load(model).predict(stray.assign(c=stray["c"].replace("?", None)
+                                                       .astype(float)))
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_allclose(np.delete(got, 7), np.delete(y, 7), atol=1e-3)
