@@ -623,13 +623,19 @@ def _load_model(path):
 
 def _level_types(model):
     """Names of the categorical columns whose levels of fit are text, and of
-    those whose levels are numbers (CLARITree family; MBNDT matches levels as
-    text already)."""
+    those whose levels are numbers."""
     text, numbers = [], []
     names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return text, numbers
+    kinds = getattr(model, "_column_kinds", None)
+    if kinds is not None:
+        # MBNDT: its categorical columns came from text columns of the
+        # training file, their levels the text as written ("1.0" is not "1")
+        return [str(n) for n, kind in zip(names, kinds, strict=True) if kind == "cat"], []
     categories = getattr(model, "categories_", None)
     merged = getattr(model, "merged_categories_", None)
-    if names is None or categories is None or merged is None:
+    if categories is None or merged is None:
         return text, numbers
     for j, name in enumerate(names):
         if categories[j] is None:

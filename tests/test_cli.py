@@ -660,3 +660,35 @@ def test_predict_reads_categorical_columns_as_the_fit_saw_them(tmp_path):
                                                        .astype(float)))
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_allclose(np.delete(got, 7), np.delete(y, 7), atol=1e-3)
+
+
+def test_mbndt_predict_reads_categorical_columns_as_text(tmp_path):
+    """MBNDT matches levels as text: a file to score whose level column is
+    all numbers with an empty cell reads as floats ('1.0'), which matched
+    none of the training file's levels ('1')."""
+    pytest.importorskip("torch")
+    import joblib
+
+    rng = np.random.default_rng(1)
+    n = 400
+    a = rng.normal(size=n)
+    c = rng.integers(1, 4, n)
+    train = pd.DataFrame({"a": a, "c": c.astype(object), "target": (c == 1).astype(int)})
+    train.loc[5, "c"] = "?"
+    train.to_csv(tmp_path / "train.csv", index=False)
+    model = tmp_path / "mbndt.joblib"
+    result = run("mbndt", tmp_path / "train.csv", "--target", "target", "--max-depth", 1,
+                 "--n-restarts", 1, "--max-epochs", 60, "--out", model)
+    assert result.returncode == 0, result.stderr
+    score = pd.DataFrame({"a": a, "c": pd.array(c, dtype="Int64")})
+    score.loc[9, "c"] = pd.NA
+    score.to_csv(tmp_path / "score.csv", index=False)      # 1, 2, 3 and an empty cell
+    assert pd.read_csv(tmp_path / "score.csv")["c"].dtype == np.float64
+    result = run("predict", model, tmp_path / "score.csv")
+    assert result.returncode == 0, result.stderr
+    got = np.array([int(v) for v in result.stdout.splitlines()[1:]])
+    fitted = joblib.load(model)
+    as_text = pd.read_csv(tmp_path / "score.csv", dtype={"c": str})
+    np.testing.assert_array_equal(got, fitted.predict(as_text))
+    known = np.arange(n) != 9
+    assert np.mean(got[known] == (c[known] == 1)) > 0.95
