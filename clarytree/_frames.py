@@ -73,6 +73,8 @@ def as_pandas(X):
     -------
     X : pandas.DataFrame or object
     """
+    if _module(X) == "polars" and hasattr(X, "collect") and not hasattr(X, "get_column"):
+        raise TypeError("X is a polars LazyFrame: collect it first (X.collect())")
     if not is_foreign_table(X):
         return X
     if _module(X) == "polars":

@@ -169,6 +169,9 @@ def test_cv_path_and_explain_take_polars():
 
 
 def test_unsupported_polars_columns_are_named():
+    lazy = pl.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]}).lazy()
+    with pytest.raises(TypeError, match=r"polars LazyFrame: collect it first"):
+        CLARITreeRegressor().fit(lazy, [1.0, 2.0, 3.0, 4.0])
     P = pl.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "tags": [[1], [2], [1, 2], []]})
     with pytest.raises(TypeError, match="column 'tags' has polars dtype List"):
         CLARITreeRegressor().fit(P, [1.0, 2.0, 3.0, 4.0])
