@@ -555,15 +555,16 @@ class Preparation:
             # them into nanoseconds without a word.
             for j, dtype in enumerate(X.dtypes):
                 kind = getattr(dtype, "kind", None)
-                name = _column_name([str(c) for c in X.columns], j)
                 if kind in ("M", "m") and not self.is_categorical_[j]:
                     raise ValueError(
-                        f"column {name} has dtype {dtype}, which is not numeric; encode "
-                        "it as numbers (e.g. days since a date) or declare it in "
-                        "categorical_features")
+                        f"column {_column_name([str(c) for c in X.columns], j)} has dtype "
+                        f"{dtype}, which is not numeric; encode it as numbers (e.g. days "
+                        "since a date) or declare it in categorical_features")
                 if kind == "c":     # numpy would drop the imaginary parts with a warning
-                    raise ValueError(f"column {name} has dtype {dtype}: complex data is "
-                                     "not supported; pass its real part or modulus")
+                    raise ValueError(
+                        f"column {_column_name([str(c) for c in X.columns], j)} has dtype "
+                        f"{dtype}: complex data is not supported; pass its real part or "
+                        "modulus")
         if not self.is_categorical_.any():
             if getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S"):
                 self._name_text_column(estimator, X)
