@@ -348,6 +348,27 @@ def _user_stacklevel():
     return level
 
 
+def warn_levels_matching_as_numbers(estimator_name, name, values, known, what,
+                                    consequence, advice):
+    """Warn that a categorical column's ``values``, none of them a level of
+    fit, equal some of the ``known`` levels as numbers (``1`` or ``'1.0'``
+    for ``'1'``); nothing when none does (genuinely new levels)."""
+    try:
+        sample = list(dict.fromkeys(values))
+    except TypeError:                       # unhashable values: no level matches
+        return
+    keys = {_level_key(v): v for v in known if not _is_bool(v)}
+    matched = [(v, keys[_level_key(v)]) for v in sample
+               if not _is_bool(v) and _level_key(v) in keys]
+    if not matched:
+        return
+    shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
+    warnings.warn(
+        f"{estimator_name}: column {name} holds none of the levels seen in fit: {what} "
+        f"({shown}{', ...' if len(matched) > 3 else ''}), {consequence}. {advice}",
+        UserWarning, stacklevel=_user_stacklevel())
+
+
 def _level_key(value):
     """A level compared across types: as a number when it reads as one."""
     if not _is_bool(value):
@@ -648,36 +669,25 @@ class Preparation:
         """
         values = np.asarray(values, dtype=object)
         present = values[~_missing_mask(values)]
-        if present.shape[0] == 0:
-            return
         known = list(self._lookup[j][0])
         known_is_text = [isinstance(v, str) for v in known]
-        if (not known or any(map(_is_bool, known))
+        if (present.shape[0] == 0 or not known or any(map(_is_bool, known))
                 or (any(known_is_text) and not all(known_is_text))):
             return                          # flags, or levels of mixed types
         fit_text = known_is_text[0]
-        try:
-            sample = list(dict.fromkeys(present[:1000].tolist()))
-        except TypeError:                   # unhashable values: no level matches
-            return
+        sample = present[:1000].tolist()
         if any(isinstance(v, str) == fit_text or _is_bool(v) for v in sample):
             return                          # same type: genuinely new levels
-        keys = {_level_key(v): v for v in known}
-        matched = [(v, keys[_level_key(v)]) for v in sample if _level_key(v) in keys]
-        if not matched:
-            return
         names = getattr(estimator, "feature_names_in_", None)
         name = _column_name(names, j)
-        shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
         fit_kind, now_kind = ("text", "numbers") if fit_text else ("numbers", "text")
-        warnings.warn(
-            f"{type(estimator).__name__}: column {name} holds none of the levels seen in "
-            f"fit: fit saw {fit_kind}, this column holds {now_kind} ({shown}"
-            f"{', ...' if len(matched) > 3 else ''}), so every row takes the missing-value "
-            f"direction at its splits. Pass it as {fit_kind}, as in fit"
-            + (f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
-               if names is not None else "."),
-            UserWarning, stacklevel=_user_stacklevel())
+        warn_levels_matching_as_numbers(
+            type(estimator).__name__, name, sample, known,
+            f"fit saw {fit_kind}, this column holds {now_kind}",
+            "so every row takes the missing-value direction at its splits",
+            f"Pass it as {fit_kind}, as in fit" + (
+                f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
+                if names is not None else "."))
 
     def _encode_categorical(self, j, values):
         known, codes_of_known = self._lookup[j]

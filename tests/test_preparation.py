@@ -494,3 +494,36 @@ def test_levels_given_as_another_type_at_predict_warn():
         model.predict(frame.assign(c=None))
         model.predict(frame.iloc[:5])
         flags.predict(frame.assign(c="True"))
+
+
+def test_mbndt_levels_read_as_floats_at_predict_warn():
+    """MBNDT matches levels as text, so integer codes read as floats ('1.0',
+    a column with an empty cell) match none of fit's '1': a warning names
+    them; integers (which read '1') and new text levels stay silent."""
+    pytest.importorskip("torch")
+    import pandas as pd
+
+    from clarytree.mbndt import MBNDTRegressor
+
+    rng = np.random.default_rng(4)
+    n = 300
+    codes = rng.integers(1, 4, n)
+    frame = pd.DataFrame({"a": rng.normal(size=n), "c": codes.astype(str)})
+    y = frame["a"] + 3.0 * (codes == 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (the numbers-as-text warning of fit)
+        model = MBNDTRegressor(max_depth=1, max_epochs=3, n_restarts=1,
+                               random_state=0).fit(frame, y)
+    floats = codes.astype(float)
+    floats[3] = np.nan
+    with pytest.warns(UserWarning, match=r"MBNDTRegressor: column 'c' holds none of the "
+                      r"levels seen in fit: its values equal levels of fit only as numbers "
+                      r"\(.*'1\.0' for '1'.*X\['c'\]\.astype\('Int64'\)\.astype\(str\)") as rec:
+        model.predict(frame.assign(c=floats))
+    assert rec[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(model.predict(frame.assign(c=codes)),
+                                      model.predict(frame))
+        model.predict(frame.assign(c="z"))
+        model.predict(frame.assign(c=None))

@@ -19,9 +19,15 @@ from sklearn.utils.validation import (
 )
 
 from .._frames import as_pandas
-from .._preparation import _column_name, _infinity_error, validate_sample_weight
+from .._preparation import (
+    _column_name,
+    _infinity_error,
+    validate_sample_weight,
+    warn_levels_matching_as_numbers,
+)
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
+    MISSING,
     build_preprocessor,
     feature_map,
     infer_column_kinds,
@@ -177,7 +183,32 @@ class _BaseMBNDT(BaseEstimator):
             validate_data(self, X, reset=False, skip_check_array=True)
         else:
             X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite="allow-nan")
-        return raw_table(X, self._column_kinds)
+        raw = raw_table(X, self._column_kinds)
+        if raw.dtype == object:
+            self._warn_levels_matching_as_numbers(raw)
+        return raw
+
+    def _warn_levels_matching_as_numbers(self, raw):
+        # Levels are matched as text: a column of codes read as floats
+        # ('1.0') matches none of fit's '1' and every row would take the
+        # unseen levels' branches without a word.
+        names = getattr(self, "feature_names_in_", None)
+        for kind, encoder, cols in self.preprocessor_.transformers_:
+            if kind not in ("onehot", "target"):
+                continue
+            for j, levels in zip(cols, encoder.categories_, strict=True):
+                known = {v for v in levels if v != MISSING}
+                present = raw[:, j][raw[:, j] != MISSING]
+                if present.shape[0] == 0 or any(v in known for v in present):
+                    continue
+                name = _column_name(names, j)
+                warn_levels_matching_as_numbers(
+                    type(self).__name__, name, present[:1000].tolist(), sorted(known),
+                    "its values equal levels of fit only as numbers",
+                    "so every row takes the unseen levels' branch at its splits",
+                    "Pass the levels as fit saw them (integer codes read as floats: "
+                    + (f"X[{name}].astype('Int64').astype(str)" if names is not None
+                       else "as integers") + ").")
 
     # ----------------------------------------------------------------- fit
     def _fit(self, X, y_task, task, n_outputs, leaf_value, target_type, y_encode,
