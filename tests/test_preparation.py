@@ -514,13 +514,19 @@ def test_mbndt_levels_read_as_floats_at_predict_warn():
         warnings.simplefilter("ignore")     # (the numbers-as-text warning of fit)
         model = MBNDTRegressor(max_depth=1, max_epochs=3, n_restarts=1,
                                random_state=0).fit(frame, y)
+    from clarytree import from_dict, to_dict
+
+    assert 1 in model.tree_.feature[np.asarray(model.tree_.is_categorical, dtype=bool)]
     floats = codes.astype(float)
     floats[3] = np.nan
-    with pytest.warns(UserWarning, match=r"MBNDTRegressor: column 'c' holds none of the "
-                      r"levels seen in fit: its values equal levels of fit only as numbers "
-                      r"\(.*'1\.0' for '1'.*X\['c'\]\.astype\('Int64'\)\.astype\(str\)") as rec:
-        model.predict(frame.assign(c=floats))
-    assert rec[0].filename == __file__
+    # the fitted model, and the same tree read back from its JSON description
+    for fitted in (model, from_dict(to_dict(model))):
+        with pytest.warns(UserWarning, match=r"MBNDTRegressor: column 'c' holds none of the "
+                          r"levels seen in fit: its values equal levels of fit only as "
+                          r"numbers \(.*'1\.0' for '1'.*X\['c'\]\.astype\('Int64'\)"
+                          r"\.astype\(str\)") as rec:
+            fitted.predict(frame.assign(c=floats))
+        assert rec[0].filename == __file__
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_array_equal(model.predict(frame.assign(c=codes)),

@@ -191,24 +191,27 @@ class _BaseMBNDT(BaseEstimator):
     def _warn_levels_matching_as_numbers(self, raw):
         # Levels are matched as text: a column of codes read as floats
         # ('1.0') matches none of fit's '1' and every row would take the
-        # unseen levels' branches without a word.
+        # unseen levels' branches without a word.  Known levels: those the
+        # splits list (all a model read from JSON has, and all that matter).
+        tree = self.tree_
+        split_levels = {}
+        for node in np.flatnonzero(np.asarray(tree.is_categorical, dtype=bool)):
+            table = tree.cat_values[tree.cat_ptr[node]:tree.cat_ptr[node + 1]]
+            split_levels.setdefault(int(tree.feature[node]), set()).update(
+                str(v) for v in table if v != MISSING)
         names = getattr(self, "feature_names_in_", None)
-        for kind, encoder, cols in self.preprocessor_.transformers_:
-            if kind not in ("onehot", "target"):
+        for j, known in split_levels.items():
+            present = raw[:, j][raw[:, j] != MISSING]
+            if not known or present.shape[0] == 0 or any(v in known for v in present):
                 continue
-            for j, levels in zip(cols, encoder.categories_, strict=True):
-                known = {v for v in levels if v != MISSING}
-                present = raw[:, j][raw[:, j] != MISSING]
-                if present.shape[0] == 0 or any(v in known for v in present):
-                    continue
-                name = _column_name(names, j)
-                warn_levels_matching_as_numbers(
-                    type(self).__name__, name, present[:1000].tolist(), sorted(known),
-                    "its values equal levels of fit only as numbers",
-                    "so every row takes the unseen levels' branch at its splits",
-                    "Pass the levels as fit saw them (integer codes read as floats: "
-                    + (f"X[{name}].astype('Int64').astype(str)" if names is not None
-                       else "as integers") + ").")
+            name = _column_name(names, j)
+            warn_levels_matching_as_numbers(
+                type(self).__name__, name, present[:1000].tolist(), sorted(known),
+                "its values equal levels of fit only as numbers",
+                "so every row takes the unseen levels' branch at its splits",
+                "Pass the levels as fit saw them (integer codes read as floats: "
+                + (f"X[{name}].astype('Int64').astype(str)" if names is not None
+                   else "as integers") + ").")
 
     # ----------------------------------------------------------------- fit
     def _fit(self, X, y_task, task, n_outputs, leaf_value, target_type, y_encode,
