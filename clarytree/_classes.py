@@ -344,7 +344,8 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
     """
     # min_samples_leaf counts training weight (rows when unweighted).
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
-    rows = f"{n:g} rows" if sample_weight is None else f"a total sample_weight of {n:g}"
+    total = f"{n:g} rows" if sample_weight is None else f"total sample_weight of {n:g}"
+    rows = total if sample_weight is None else f"a {total}"
     if not np.any(n_bins > 1):
         kept = bins.shape[0]
         over = (f" over the {kept} row{'s' * (kept != 1)} with positive sample_weight "
@@ -361,8 +362,7 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                 left = np.r_[left, left[:-1] + counts[-1]]
             if np.any((left >= msl) & (n - left >= msl)):
                 return
-        total = f"the {rows}" if sample_weight is None else rows.replace("a total", "the total")
-        cause = f"no threshold leaves min_samples_leaf = {msl} of {total} on both sides"
+        cause = f"no threshold leaves min_samples_leaf = {msl} of the {total} on both sides"
     if estimator.min_samples_leaf == "auto" and n_regression > 0 and "min_samples" in cause:
         remedy = (f"min_samples_leaf='auto' is 5 rows per regression feature ({n_regression} "
                   "here): pass fewer regression_features (a short list, or None for "

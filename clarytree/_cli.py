@@ -633,18 +633,16 @@ def _level_types(model):
         # MBNDT: its categorical columns came from text columns of the
         # training file, their levels the text as written ("1.0" is not "1")
         return [str(n) for n, kind in zip(names, kinds, strict=True) if kind == "cat"], []
-    categories = getattr(model, "categories_", None)
-    merged = getattr(model, "merged_categories_", None)
-    if categories is None or merged is None:
+    preparation = getattr(model, "_preparation", None)
+    if preparation is None:
         return text, numbers
     for j, name in enumerate(names):
-        if categories[j] is None:
+        levels = preparation.levels_of_fit(j)
+        if not levels:
             continue
-        levels = list(categories[j][:-1] if len(merged[j]) else categories[j])
-        levels += list(merged[j])
-        if levels and all(isinstance(v, str) for v in levels):
+        if all(isinstance(v, str) for v in levels):
             text.append(str(name))
-        elif levels and not any(isinstance(v, (str, bool, np.bool_)) for v in levels):
+        elif not any(isinstance(v, (str, bool, np.bool_)) for v in levels):
             numbers.append(str(name))
     return text, numbers
 

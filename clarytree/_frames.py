@@ -73,11 +73,12 @@ def as_pandas(X):
     -------
     X : pandas.DataFrame or object
     """
-    if _module(X) == "polars" and hasattr(X, "collect") and not hasattr(X, "get_column"):
+    module = _module(X)
+    if module == "polars" and hasattr(X, "collect") and not hasattr(X, "get_column"):
         raise TypeError("X is a polars LazyFrame: collect it first (X.collect())")
     if not is_foreign_table(X):
         return X
-    if _module(X) == "polars":
+    if module == "polars":
         if all(_polars_kind(dtype) == "number" for dtype in X.dtypes):
             # numbers only: numpy reads it (no pandas needed), NaN and null
             # both becoming NaN
@@ -87,7 +88,7 @@ def as_pandas(X):
                 return X.to_numpy()
         return _polars_to_pandas(X, _import_pandas(X))
     pd = _import_pandas(X)
-    if _module(X) == "pyarrow" and hasattr(X, "to_pandas"):
+    if module == "pyarrow" and hasattr(X, "to_pandas"):
         return X.to_pandas()
     if hasattr(X, "__arrow_c_stream__") and hasattr(pd.DataFrame, "from_arrow"):
         return pd.DataFrame.from_arrow(X)

@@ -371,12 +371,16 @@ def warn_levels_matching_as_numbers(estimator_name, name, values, known, what,
 
 def _level_key(value):
     """A level compared across types: as a number when it reads as one."""
-    if not _is_bool(value):
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            pass
-    return str(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def complex_error(name, dtype):
+    """The error for a complex column (numpy would drop its imaginary parts)."""
+    return ValueError(f"column {name} has dtype {dtype}: complex data is not supported; "
+                      "pass its real part or modulus")
 
 
 def _is_bool(value):
@@ -581,11 +585,8 @@ class Preparation:
                         f"column {_column_name([str(c) for c in X.columns], j)} has dtype "
                         f"{dtype}, which is not numeric; encode it as numbers (e.g. days "
                         "since a date) or declare it in categorical_features")
-                if kind == "c":     # numpy would drop the imaginary parts with a warning
-                    raise ValueError(
-                        f"column {_column_name([str(c) for c in X.columns], j)} has dtype "
-                        f"{dtype}: complex data is not supported; pass its real part or "
-                        "modulus")
+                if kind == "c":
+                    raise complex_error(_column_name([str(c) for c in X.columns], j), dtype)
         if not self.is_categorical_.any():
             if getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S"):
                 self._name_text_column(estimator, X)
@@ -669,7 +670,7 @@ class Preparation:
         """
         values = np.asarray(values, dtype=object)
         present = values[~_missing_mask(values)]
-        known = list(self._lookup[j][0])
+        known = self.levels_of_fit(j)
         known_is_text = [isinstance(v, str) for v in known]
         if (present.shape[0] == 0 or not known or any(map(_is_bool, known))
                 or (any(known_is_text) and not all(known_is_text))):
@@ -688,6 +689,12 @@ class Preparation:
             f"Pass it as {fit_kind}, as in fit" + (
                 f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
                 if names is not None else "."))
+
+    def levels_of_fit(self, j):
+        """The levels column ``j`` matches at predict (those of ``categories_``
+        and the ones merged into ``<other>``), or None for a numeric column."""
+        lookup = self._lookup[j]
+        return None if lookup is None else list(lookup[0])
 
     def _encode_categorical(self, j, values):
         known, codes_of_known = self._lookup[j]

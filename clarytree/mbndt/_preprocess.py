@@ -26,7 +26,7 @@ from sklearn.preprocessing import (
     TargetEncoder,
 )
 
-from .._preparation import _column_name, warn_numeric_text
+from .._preparation import _column_name, complex_error, warn_numeric_text
 
 MISSING = "__missing__"
 
@@ -110,8 +110,7 @@ def _reject_non_real(kind, dtype, name):
         raise ValueError(f"column {name} has dtype {dtype}, which is not numeric; "
                          "encode it as numbers (e.g. days since a date)")
     if kind == "c":
-        raise ValueError(f"column {name} has dtype {dtype}: complex data is not "
-                         "supported; pass its real part or modulus")
+        raise complex_error(name, dtype)
 
 
 def raw_table(X, kinds):
