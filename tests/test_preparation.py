@@ -402,8 +402,6 @@ def test_numbers_stored_as_text_warn_when_inferred_categorical():
 def test_object_columns_of_flags_or_numbers(family):
     """True/False with missing values are levels (no numbers-as-text warning);
     Python numbers in an object column made categorical warn in their own words."""
-    import pandas as pd
-
     rng = np.random.default_rng(1)
     n = 120
     x = rng.normal(size=n)
@@ -433,8 +431,6 @@ def test_object_columns_of_flags_or_numbers(family):
 
 @pytest.mark.parametrize("family", ["clari", "mbndt"])
 def test_complex_column_is_an_error_naming_it(family):
-    import pandas as pd
-
     rng = np.random.default_rng(2)
     frame = pd.DataFrame({"a": rng.normal(size=60), "z": rng.normal(size=60) + 1j,
                           "c": rng.choice(["u", "v"], 60)})
@@ -460,8 +456,6 @@ def test_levels_given_as_another_type_at_predict_warn():
     """Fit saw '1', '2', '3' (text) and predict gets 1, 2, 3: every value is
     unseen, so the column would be lost without a word; the warning names
     the column, a value and the level it was meant to be, at the user's line."""
-    import pandas as pd
-
     rng = np.random.default_rng(3)
     n = 300
     frame = pd.DataFrame({"a": rng.normal(size=n),
@@ -501,7 +495,6 @@ def test_mbndt_levels_read_as_floats_at_predict_warn():
     a column with an empty cell) match none of fit's '1': a warning names
     them; integers (which read '1') and new text levels stay silent."""
     pytest.importorskip("torch")
-    import pandas as pd
 
     from clarytree.mbndt import MBNDTRegressor
 
