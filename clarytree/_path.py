@@ -14,6 +14,7 @@ from numpy.ma import MaskedArray
 from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import check_array, check_consistent_length, column_or_1d
 from sklearn.utils.validation import has_fit_parameter, indexable, validate_data
 
 from ._classes import (
@@ -251,12 +252,21 @@ class _CVMixin:
         # Values are checked by the inner fits' preparation (categorical
         # columns, missing values); here only shapes, names and y.
         X = as_pandas(X)        # a polars or Arrow table: its rows are taken by iloc
-        X_checked, y_checked = validate_data(self, X, y, dtype=None, ensure_all_finite=False,
-                                             y_numeric=True)
+        if hasattr(X, "iloc"):
+            # Inner fits see the caller's DataFrame (column names select
+            # regression features), so only its names and width are checked
+            # here: scikit-learn's array conversion casts a frame with nullable
+            # columns (Int64, boolean) to float as a whole, and fails on its
+            # text columns.
+            validate_data(self, X, skip_check_array=True)
+            y_checked = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64,
+                                                 input_name="y"), warn=True)
+            check_consistent_length(X, y_checked)
+            data = X
+        else:
+            data, y_checked = validate_data(self, X, y, dtype=None, ensure_all_finite=False,
+                                            y_numeric=True)
         y_checked = np.ascontiguousarray(y_checked, dtype=np.float64)
-        # Inner fits see the caller's DataFrame (column names select
-        # regression features) or the validated array.
-        data = X if hasattr(X, "iloc") else X_checked
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
             if sample_weight.shape != y_checked.shape:
@@ -264,7 +274,7 @@ class _CVMixin:
                                  f"expected {y_checked.shape}")
         data, y_checked, groups = indexable(data, y_checked, groups)
         cv = check_cv(self.cv, y_checked, classifier=False)
-        folds = list(cv.split(X_checked, y_checked, groups))
+        folds = list(cv.split(data, y_checked, groups))
         base = self._tree_estimator()
         scorer = check_scoring(base, scoring=self.scoring)
         if isinstance(self.scoring, (list, tuple, set, dict)):

@@ -252,6 +252,39 @@ def test_cv_with_weights_selects_what_grid_search_selects():
     np.testing.assert_array_equal(model.predict(X), search.predict(X))
 
 
+def test_cv_on_a_frame_with_nullable_and_category_columns():
+    # scikit-learn's array check casts a frame holding nullable columns to
+    # float as a whole, which failed on its category column; the CV checks only
+    # the frame's names and width and leaves the columns to the tree fits.
+    import pandas as pd
+
+    X, y = _data()
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "a": X[:, 0],
+        "b": pd.array(np.round(X[:, 1] * 2), dtype="Int64"),
+        "flag": pd.array(X[:, 2] > 0, dtype="boolean"),
+        "color": pd.Categorical(rng.choice(["red", "green", "blue"], len(y))),
+    })
+    frame.loc[::7, "b"] = pd.NA
+    frame.loc[::11, "flag"] = pd.NA
+    lams, kaps = [1e-1, 1e-2, 1e-3], [1e-1, 1e-4]
+    folds = KFold(3, shuffle=True, random_state=0)
+    model = CLARITreeRegressorCV(leaf_penalties=lams, ridge_alphas=kaps, cv=folds,
+                                 max_depth=3).fit(frame, y)
+    search = GridSearchCV(CLARITreeRegressor(max_depth=3),
+                          {"leaf_penalty": lams, "ridge_alpha": kaps}, cv=folds).fit(frame, y)
+    np.testing.assert_allclose(model.cv_results_["mean_test_score"],
+                               search.cv_results_["mean_test_score"], rtol=1e-12, atol=1e-12)
+    assert model.best_index_ == search.best_index_
+    np.testing.assert_array_equal(model.feature_names_in_, frame.columns)
+    np.testing.assert_array_equal(model.predict(frame), search.predict(frame))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        CLARITreeRegressorCV(cv=folds).fit(frame, y[:-1])
+    with pytest.raises(ValueError, match="y should be a 1d array"):
+        CLARITreeRegressorCV(cv=folds).fit(frame, np.c_[y, y])
+
+
 def test_cv_is_the_refitted_tree():
     import pandas as pd
 
