@@ -84,7 +84,7 @@ cdef class BuildContext:
     cdef readonly Py_ssize_t max_depth
     cdef readonly double leaf_cost           # lambda * TSS
     cdef readonly object time_limit          # seconds or None
-    cdef readonly Py_ssize_t min_samples_leaf
+    cdef readonly double min_samples_leaf    # training weight (rows when unweighted)
     cdef Py_ssize_t n_stats
     cdef Py_ssize_t levels
     cdef Py_ssize_t hist_size

@@ -138,7 +138,8 @@ cdef class BuildContext:
     max_depth : int
     leaf_cost : float
         Penalty of one leaf in the criterion's units (lambda * TSS).
-    min_samples_leaf : int
+    min_samples_leaf : float
+        Least training weight of a child (its row count when unweighted); > 0.
     progress : callable or None, default=None
         ``progress(done, total)`` after each candidate of the root; an
         exception it raises stops the build and propagates.
@@ -167,7 +168,7 @@ cdef class BuildContext:
         self.coefs = NULL
 
     def __init__(self, Splitter splitter, Criterion criterion, Py_ssize_t max_depth,
-                 double leaf_cost, Py_ssize_t min_samples_leaf, object progress=None,
+                 double leaf_cost, double min_samples_leaf, object progress=None,
                  object time_limit=None, Py_ssize_t n_threads=1, *, bint memo=True,
                  bint carry_children=True):
         cdef Py_ssize_t t
@@ -181,7 +182,9 @@ cdef class BuildContext:
         self.criterion = criterion
         self.max_depth = max_depth
         self.leaf_cost = leaf_cost
-        self.min_samples_leaf = max(min_samples_leaf, 1)
+        if not min_samples_leaf > 0:
+            raise ValueError(f"min_samples_leaf must be > 0, got {min_samples_leaf}")
+        self.min_samples_leaf = min_samples_leaf
         self.n_stats = criterion.n_stats
         self.levels = max_depth + 2
         self.hist_size = splitter.hist_size

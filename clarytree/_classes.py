@@ -23,7 +23,7 @@ from ._builder import (
 from ._criterion import ConstantCriterion, RidgeCriterion
 from ._explain import feature_importances, with_node_statistics
 from ._preparation import Preparation
-from ._sklearn_compat import Interval, StrOptions, fit_context, validate_params
+from ._sklearn_compat import Interval, RealNotInt, StrOptions, fit_context, validate_params
 from ._splitter import SearchRoute, Splitter
 from ._tree import TREE_LEAF
 
@@ -220,10 +220,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         criterion = RidgeCriterion(data.W, data.ridge)
     else:
         criterion = ConstantCriterion(data.W, data.ridge)
-    if estimator.min_samples_leaf == "auto":
-        msl = max(1, 5 * reg.shape[0]) if estimator.leaf_model == "linear" else 1
-    else:
-        msl = int(estimator.min_samples_leaf)
+    msl = _resolve_min_samples_leaf(estimator, reg.shape[0], data.sample_weight,
+                                    data.bins.shape[0])
     estimator.min_samples_leaf_ = msl
 
     if estimator.max_depth >= 1:
@@ -332,6 +330,25 @@ class UnsplittableWarning(UserWarning):
     """
 
 
+def _resolve_min_samples_leaf(estimator, n_regression, sample_weight, n_rows):
+    """The least training weight of a leaf, from ``min_samples_leaf``.
+
+    A fraction is that share of the total training weight (of the row count
+    when unweighted): a leaf of whole rows or integer weights is admissible
+    exactly when it holds ``ceil(fraction * total)`` (scikit-learn's rule; for
+    integer weights that of the repeated rows).  Below the lightest row it
+    means one row, as 1 does for unweighted rows.
+    """
+    value = estimator.min_samples_leaf
+    if isinstance(value, str):      # "auto"
+        return max(1, 5 * n_regression) if estimator.leaf_model == "linear" else 1
+    if isinstance(value, Integral):
+        return int(value)
+    if sample_weight is None:
+        return max(float(value) * n_rows, 1.0)
+    return max(float(value) * float(sample_weight.sum()), float(sample_weight.min()))
+
+
 def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None,
                           missing=None, n_zero_weight=0):
     """Warn, naming cause and remedy, when no root split is admissible.
@@ -352,7 +369,7 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                 f"({n_zero_weight} of weight 0 do not count)" if n_zero_weight else "")
         cause = f"every column of X is constant{over}, so there is no threshold to split on"
     elif n < 2 * msl:
-        cause = (f"a split needs at least min_samples_leaf = {msl} rows on each side, "
+        cause = (f"a split needs at least min_samples_leaf = {msl:.10g} rows on each side, "
                  f"but X has {rows}")
     else:
         for f in np.flatnonzero(n_bins > 1):
@@ -362,7 +379,7 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                 left = np.r_[left, left[:-1] + counts[-1]]
             if np.any((left >= msl) & (n - left >= msl)):
                 return
-        cause = f"no threshold leaves min_samples_leaf = {msl} of the {total} on both sides"
+        cause = f"no threshold leaves min_samples_leaf = {msl:.10g} of the {total} on both sides"
     if estimator.min_samples_leaf == "auto" and n_regression > 0 and "min_samples" in cause:
         remedy = (f"min_samples_leaf='auto' is 5 rows per regression feature ({n_regression} "
                   "here): pass fewer regression_features (a short list, or None for "
@@ -431,6 +448,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         "n_thresholds": [Interval(Integral, 1, None, closed="left"), None],
         "threshold_strategy": [StrOptions({"quantile", "uniform"})],
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left"),
+                             Interval(RealNotInt, 0.0, 1.0, closed="neither"),
                              StrOptions({"auto"})],
         "regression_features": ["array-like", StrOptions({"auto"}), None],
         "extrapolation": [StrOptions({"none", "clip"})],
@@ -573,9 +591,13 @@ _PARAMS_DOC = """
         Size ``T`` of each feature's threshold pool; None uses all midpoints.
     threshold_strategy : {{"quantile", "uniform"}}, default="quantile"
         How the pool is drawn for features with more than ``T + 1`` values.
-    min_samples_leaf : int or "auto", default="auto"
-        Minimum rows per leaf; "auto" is ``max(1, 5 * r)`` for linear leaves
-        with ``r`` regression features and 1 for constant leaves.
+    min_samples_leaf : int, float or "auto", default="auto"
+        Minimum rows per leaf (training weight with ``sample_weight``); a
+        float in (0, 1) is that fraction of the training rows (of their total
+        weight), as in scikit-learn's trees: an unweighted leaf needs
+        ``ceil(min_samples_leaf * n_samples)`` rows.  "auto" is
+        ``max(1, 5 * r)`` for linear leaves with ``r`` regression features and
+        1 for constant leaves.
     regression_features : "auto", None or array-like, default="auto"
         Columns used in the leaf regressions (indices, names, or a boolean
         mask); "auto" takes every column that is not all 0/1.  None fits
@@ -615,8 +637,9 @@ _PARAMS_DOC = """
         Columns entering the leaf regressions.
     split_only_features_ : ndarray of int
         The other columns.
-    min_samples_leaf_ : int
-        The resolved minimum leaf size.
+    min_samples_leaf_ : int or float
+        The resolved minimum leaf size (a float, the least leaf weight, for
+        a fractional ``min_samples_leaf``).
     thresholds_ : list of ndarray
         The threshold pool of each feature (empty for categorical ones).
     is_categorical_ : ndarray of bool

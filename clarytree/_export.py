@@ -80,6 +80,11 @@ _UNBOUNDED = {"box_lower": -np.inf, "box_upper": np.inf, "target_lower": -np.inf
 # The family registry
 # --------------------------------------------------------------------------
 
+def _leaf_size(value):
+    # min_samples_leaf_: rows (an int), or a least leaf weight (a float) for
+    # a fractional min_samples_leaf.
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
 
 class TreeFamily:
     """What the export functions need to know about one kind of fitted tree.
@@ -660,7 +665,7 @@ class _BinaryFamily(TreeFamily):
         if prep is not None:
             data["preparation"] = prep.predict_state()
         if hasattr(estimator, "min_samples_leaf_"):
-            data["min_samples_leaf"] = int(estimator.min_samples_leaf_)
+            data["min_samples_leaf"] = _leaf_size(estimator.min_samples_leaf_)
         return data
 
     def restore(self, estimator, data):
@@ -710,7 +715,7 @@ class _BinaryFamily(TreeFamily):
                              f"columns (0 to {n_features - 1})")
         estimator.regression_features_ = reg.astype(np.intp)
         if "min_samples_leaf" in data:
-            estimator.min_samples_leaf_ = int(data["min_samples_leaf"])
+            estimator.min_samples_leaf_ = _leaf_size(data["min_samples_leaf"])
 
     def encode(self, estimator, X):
         # The estimator's own preparation: the matrix ``Tree.apply`` reads.

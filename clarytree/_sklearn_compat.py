@@ -8,8 +8,9 @@ a move costs the fallback below, not ``import clarytree``.
 
 Public names of this module (used by the estimators):
 
-``Interval``, ``StrOptions``
-    Parameter constraints for ``_parameter_constraints`` dicts.
+``Interval``, ``StrOptions``, ``RealNotInt``
+    Parameter constraints for ``_parameter_constraints`` dicts (``RealNotInt``:
+    the ``type`` of an ``Interval`` of floats that excludes ints).
 ``InvalidParameterError``
     Raised for a parameter outside its constraints (a ``ValueError`` and a
     ``TypeError``).
@@ -31,6 +32,7 @@ __all__ = [
     "SKLEARN_PRIVATE",
     "Interval",
     "InvalidParameterError",
+    "RealNotInt",
     "StrOptions",
     "fit_context",
     "validate_params",
@@ -82,6 +84,13 @@ class _Interval:
         lb = "[" if self.closed in ("left", "both") and self.left is not None else "("
         rb = "]" if self.closed in ("right", "both") and self.right is not None else ")"
         return f"{kind} in the range {lb}{lo}, {hi}{rb}"
+
+
+class _RealNotInt(numbers.Real):
+    """Reals that are not ints (an ``Interval`` type: 0.5 but not 1)."""
+
+
+_RealNotInt.register(float)
 
 
 class _StrOptions:
@@ -159,10 +168,12 @@ try:
     from sklearn.utils._param_validation import (
         Interval,
         InvalidParameterError,
+        RealNotInt,
         StrOptions,
     )
 except ImportError:  # pragma: no cover - depends on the scikit-learn release
     InvalidParameterError, Interval, StrOptions = _InvalidParameterError, _Interval, _StrOptions
+    RealNotInt = _RealNotInt
     _HAVE_CONSTRAINTS = False
 else:
     _HAVE_CONSTRAINTS = True

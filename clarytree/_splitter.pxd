@@ -202,7 +202,7 @@ cdef class Splitter:
     cdef const unsigned char[::1] missing
     cdef readonly bint has_missing
     cdef Py_ssize_t max_bins
-    cdef Py_ssize_t min_samples_leaf
+    cdef double min_samples_leaf        # training weight (rows when unweighted)
     cdef readonly Criterion criterion
     cdef readonly int route             # ROUTE_*
     cdef readonly Py_ssize_t n_stats

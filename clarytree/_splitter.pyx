@@ -387,7 +387,8 @@ cdef class Splitter:
         Row indices sorted by each feature (modified in place while building).
     n_bins : ndarray of shape (n_features,), int32
         Number of bins of each feature (its thresholds + 1).
-    min_samples_leaf : int
+    min_samples_leaf : float
+        Least training weight of a child (its row count when unweighted); > 0.
     criterion : Criterion
     max_hist_bins : int, default=256
         Features with at most this many bins are searched from histograms;
@@ -421,7 +422,7 @@ cdef class Splitter:
     """
 
     def __init__(self, bins, int[:, ::1] order,
-                 const int[::1] n_bins, Py_ssize_t min_samples_leaf,
+                 const int[::1] n_bins, double min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
                  route=SearchRoute.AUTO, *, bint grouped_sums=True, categorical=None,
                  missing=None,
@@ -493,7 +494,9 @@ cdef class Splitter:
                 self.wide[f] = n_bins[f] > MAX_SET_BINS
         self.has_wide = self.set_bins > MAX_SET_BINS
         self.max_bins = max(np.max(n_bins), 1)
-        self.min_samples_leaf = max(min_samples_leaf, 1)
+        if not min_samples_leaf > 0:
+            raise ValueError(f"min_samples_leaf must be > 0, got {min_samples_leaf}")
+        self.min_samples_leaf = min_samples_leaf
         self.criterion = criterion
         self.route = int(route)
         self.n_stats = criterion.n_stats
@@ -1498,7 +1501,7 @@ cdef class Splitter:
         cdef Py_ssize_t a, b, mid, s, side, top = 0
         cdef Py_ssize_t stack[256]
         cdef double score, lower, upper, slack, score_left, bound
-        cdef double msl = <double>self.min_samples_leaf
+        cdef double msl = self.min_samples_leaf
         cdef const double* kept
         cdef double* alt = w.acc_alt
         cdef bint found = False
@@ -1744,7 +1747,7 @@ cdef class Splitter:
         cdef double* alt = w.acc_alt
         cdef const double* h
         cdef const int* rows
-        cdef double score, msl = <double>self.min_samples_leaf
+        cdef double score, msl = self.min_samples_leaf
         cdef double floor = tie_floor(total, n_stats)
         cdef int found = 0
         memset(left, 0, n_stats * sizeof(double))
@@ -1896,7 +1899,7 @@ cdef class Splitter:
         cdef double* alt = w.acc_alt
         cdef const double* h
         cdef const int* rows
-        cdef double score, msl = <double>self.min_samples_leaf
+        cdef double score, msl = self.min_samples_leaf
         cdef unsigned long long key = 0, key_missing = 0, key_present = 0
         memset(left, 0, n_stats * sizeof(double))
         if off >= 0:
@@ -1981,7 +1984,7 @@ cdef class Splitter:
         cdef const double* h
         cdef const double* W = w.crit.W
         cdef double* left = w.acc_left
-        cdef double score, msl = <double>self.min_samples_leaf
+        cdef double score, msl = self.min_samples_leaf
         cdef double weight = total[0], w_left, root
         cdef bint incremental, found = False, wide
         cdef int* perm = w.level_perm
@@ -2138,7 +2141,7 @@ cdef class Splitter:
         # (the conditions of its bin scan).
         cdef Py_ssize_t off, nb, n_stats = self.n_stats
         cdef double* left = w.acc_alt
-        cdef double score, msl = <double>self.min_samples_leaf
+        cdef double score, msl = self.min_samples_leaf
         if f < 0 or f >= self.n_features or self.categorical[f]:
             return INFINITY
         off = self.hist_offset[f]
@@ -2192,7 +2195,7 @@ cdef class Splitter:
         cdef double* alt = w.acc_alt
         cdef const double* miss = hist + (off + nb - 1) * n_stats
         cdef double score, score_left, floor = tie_floor(total, n_stats)
-        cdef double msl = <double>self.min_samples_leaf
+        cdef double msl = self.min_samples_leaf
         if b == nb - 2:
             # Missing versus present (no threshold of the scan has this bin).
             for s in range(n_stats):
@@ -2246,7 +2249,7 @@ cdef class Splitter:
         cdef const double* W = w.crit.W
         cdef int bin_i
         cdef unsigned long long key
-        cdef double msl = <double>self.min_samples_leaf, weight = 0.0, w_left, root
+        cdef double msl = self.min_samples_leaf, weight = 0.0, w_left, root
         cdef int* perm = w.level_perm
         cdef Py_ssize_t n_levels, r, cset
         cdef bint wide

@@ -253,6 +253,16 @@ def test_dict_json_round_trip(model, data):
     assert json.dumps(to_dict(clone)) == payload
 
 
+def test_dict_round_trip_keeps_a_fractional_leaf_size(data):
+    X, y = data
+    model = CLARITreeRegressor(max_depth=2, min_samples_leaf=0.15).fit(X, y)
+    clone = from_dict(json.loads(json.dumps(to_dict(model))))
+    assert clone.min_samples_leaf == 0.15
+    assert clone.min_samples_leaf_ == model.min_samples_leaf_ == 0.15 * len(y)
+    assert isinstance(clone.min_samples_leaf_, float)
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+
+
 def test_dict_round_trip_keeps_feature_names(data):
     X, y = data
     frame = pd.DataFrame(X, columns=["alpha", "beta", "gamma"])

@@ -60,7 +60,8 @@ def _fallback_constraints(constraints):
         converted = []
         for c in options:
             if hasattr(c, "closed") and hasattr(c, "left"):
-                converted.append(compat._Interval(c.type, c.left, c.right, closed=c.closed))
+                kind = compat._RealNotInt if c.type is compat.RealNotInt else c.type
+                converted.append(compat._Interval(kind, c.left, c.right, closed=c.closed))
             elif hasattr(c, "options") and not isinstance(c, (str, type)):
                 converted.append(compat._StrOptions(c.options))
             else:

@@ -213,3 +213,51 @@ def _leaves_below(tree, node):
         else:
             stack += [tree.children_left[k], tree.children_right[k]]
     return leaves
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.1, 0.15])
+def test_fractional_min_samples_leaf(fraction):
+    # A fraction is scikit-learn's ceil(fraction * n_samples) rows, and of
+    # the total weight with sample_weight (so integer weights still equal
+    # repeated rows).
+    X, y, w = weighted_data(0)
+    n = len(y)
+    as_fraction = make(1, "linear").set_params(min_samples_leaf=fraction).fit(X, y)
+    as_rows = make(1, "linear").set_params(
+        min_samples_leaf=int(np.ceil(fraction * n))).fit(X, y)
+    assert as_fraction.min_samples_leaf_ == pytest.approx(fraction * n)
+    assert_same_tree(as_fraction, as_rows)
+    leaves = as_fraction.tree_.children_left < 0
+    assert as_fraction.tree_.n_node_samples[leaves].min() >= fraction * n
+    rep = np.repeat(np.arange(n), w)
+    repeated = make(1, "linear").set_params(min_samples_leaf=fraction).fit(X[rep], y[rep])
+    weighted = make(1, "linear").set_params(min_samples_leaf=fraction).fit(
+        X, y, sample_weight=w)
+    assert weighted.min_samples_leaf_ == pytest.approx(fraction * w.sum())
+    assert repeated.get_n_leaves() >= 3
+    assert_same_tree(repeated, weighted)
+
+
+def test_fractional_min_samples_leaf_below_the_lightest_row_is_one_row():
+    # Weights of 0.5 and a tiny fraction: the least leaf weight is one row's,
+    # so the tree is the unweighted one with min_samples_leaf=1 (every
+    # midpoint a threshold, so the pools agree too).
+    X, y, _ = weighted_data(3)
+    w = np.full(len(y), 0.5)
+    params = dict(n_thresholds=None, leaf_penalty=0.0, max_depth=10)
+    fitted = make(0, "constant").set_params(min_samples_leaf=1e-6, **params).fit(
+        X, y, sample_weight=w)
+    assert fitted.min_samples_leaf_ == 0.5
+    one_row = make(0, "constant").set_params(min_samples_leaf=1, **params).fit(X, y)
+    assert one_row.tree_.n_node_samples[one_row.tree_.children_left < 0].min() == 1
+    for name in ("feature", "threshold", "children_left", "children_right"):
+        np.testing.assert_array_equal(getattr(fitted.tree_, name),
+                                      getattr(one_row.tree_, name))
+    np.testing.assert_allclose(fitted.predict(X), one_row.predict(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, 1.5, -0.5])
+def test_fractional_min_samples_leaf_out_of_range(value):
+    X, y, _ = weighted_data(0)
+    with pytest.raises(ValueError, match="min_samples_leaf"):
+        CholeskyTreeRegressor(min_samples_leaf=value).fit(X, y)
