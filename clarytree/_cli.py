@@ -84,6 +84,26 @@ _non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0")
 _non_negative_float = _checked(float, lambda v: bool(np.isfinite(v)) and v >= 0,
                                "a finite number >= 0")
 _test_size = _checked(float, lambda v: 0.0 <= v < 1.0, "a fraction in [0, 1)")
+_positive_float = _checked(float, lambda v: bool(np.isfinite(v)) and v > 0,
+                           "a finite number > 0")
+
+
+def _min_samples_leaf(text):
+    """'auto', an integer >= 1 (rows) or a fraction in (0, 1) of the rows."""
+    expected = f"'auto', an integer >= 1 or a fraction in (0, 1), got {text!r}"
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _checked(int, lambda v: v >= 1, expected)(text)
+    except argparse.ArgumentTypeError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected {expected}")
+    return value
 
 
 def _grid(text):
@@ -241,6 +261,42 @@ def _split_target(frame, target, path):
     return X, y
 
 
+def _take_weights_and_drop(frame, args):
+    """The table without ``--drop`` columns and ``--weight``'s column, and the weights.
+
+    Returns ``(frame, weights)``: ``weights`` is None without ``--weight``.
+    """
+    import pandas as pd
+
+    drop = _column_list(args.drop)
+    unknown = [c for c in drop if c not in frame.columns]
+    if unknown:
+        raise UsageError(f"--drop: column(s) not in {args.data}: {_list(unknown)}")
+    if args.target in drop:
+        raise UsageError(f"--drop: {args.target!r} is the target column")
+    weights = None
+    name = args.weight
+    if name is not None:
+        if name not in frame.columns:
+            raise UsageError(f"--weight: column {name!r} not found in {args.data}; columns: "
+                             f"{_list(frame.columns)}")
+        if name == args.target:
+            raise UsageError(f"--weight: {name!r} is the target column")
+        column = frame[name]
+        if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            raise UsageError(f"--weight: column {name!r} is not numeric")
+        weights = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = int(np.sum(~np.isfinite(weights) | (weights < 0)))
+        if bad:
+            raise UsageError(f"--weight: column {name!r} has {bad} missing, negative or "
+                             "infinite value(s); weights must be finite and >= 0")
+        if not np.any(weights > 0):
+            raise UsageError(f"--weight: every weight in column {name!r} is 0")
+        if name not in drop:
+            drop.append(name)
+    return frame.drop(columns=drop), weights
+
+
 def _column_list(spec):
     """The column names of a ``COL,...`` option (none for None), each once."""
     return list(dict.fromkeys(c.strip() for c in spec.split(",") if c.strip())) if spec else []
@@ -306,9 +362,10 @@ def _check_writable(path, option):
 # --------------------------------------------------------------------------
 
 
-def _r2(y, pred):
-    resid = float(np.sum((y - pred) ** 2))
-    total = float(np.sum((y - y.mean()) ** 2))
+def _r2(y, pred, weights=None):
+    w = np.ones_like(y) if weights is None else weights
+    resid = float(np.sum(w * (y - pred) ** 2))
+    total = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
     return 1.0 - resid / total if total > 0 else float("nan")
 
 
@@ -327,18 +384,19 @@ def _verbose(args):
 
 def _report_fit(model, name, X_train, y_train, X_test, y_test, seconds, *,
                 significant_digits=4, exact_thresholds=False, max_terms=None,
-                feature_names=None):
+                feature_names=None, weights=(None, None)):
     from ._export import export_text
 
     _print(f"== {name} ==")
     _print(export_text(model, feature_names=feature_names,
                        significant_digits=significant_digits,
                        exact_thresholds=exact_thresholds, max_terms=max_terms), end="")
-    train = _r2(y_train, model.predict(X_train))
+    r2 = "R2 (weighted)" if weights[0] is not None else "R2"
+    train = _r2(y_train, model.predict(X_train), weights[0])
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}  " \
-           f"train R2: {train:.4f}"
+           f"train {r2}: {train:.4f}"
     if X_test is not None:
-        line += f"  test R2: {_r2(y_test, model.predict(X_test)):.4f}"
+        line += f"  test {r2}: {_r2(y_test, model.predict(X_test), weights[1]):.4f}"
     line += f"  fit time: {seconds:.3f}s"
     _print(line)
     return train
@@ -424,20 +482,23 @@ def _cmd_demo(args):
     return 0
 
 
-def _holdout(X, y, test_size, seed, stratify=None):
+def _holdout(X, y, test_size, seed, stratify=None, weights=None):
+    """``(X_train, X_test, y_train, y_test, w_train, w_test)``; tests None at size 0."""
     if test_size == 0:
-        return X, None, y, None
+        return X, None, y, None, weights, None
     from sklearn.model_selection import train_test_split
 
     n_test = int(np.ceil(test_size * len(y)))
     if n_test < 1 or len(y) - n_test < 2:
         raise UsageError(f"--test-size {test_size} leaves too few rows for training or "
                          f"testing ({len(y)} rows)")
+    arrays = (X, y) if weights is None else (X, y, weights)
     try:
-        return train_test_split(X, y, test_size=test_size, random_state=seed,
-                                stratify=stratify)
+        parts = train_test_split(*arrays, test_size=test_size, random_state=seed,
+                                 stratify=stratify)
     except ValueError as exc:
         raise UsageError(f"cannot split the data: {exc}") from None
+    return tuple(parts) if weights is not None else (*parts, None, None)
 
 
 def _cmd_fit(args):
@@ -445,10 +506,14 @@ def _cmd_fit(args):
 
     for path, option in ((args.out, "--out"), (args.json, "--json"), (args.plot, "--plot")):
         _check_writable(path, option)
-    frame = _read_table(args.data, args.encoding)
+    if args.time_limit is not None and args.lookahead_depth == 0:
+        raise UsageError("--time-limit bounds the lookahead search; the greedy tree "
+                         "(--lookahead-depth 0) has none")
+    frame, weights = _take_weights_and_drop(_read_table(args.data, args.encoding), args)
     X, y = _split_target(frame, args.target, args.data)
     categorical = _categorical_columns(X, args.categorical, args.data)
-    X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state)
+    X_train, X_test, y_train, y_test, w_train, w_test = _holdout(
+        X, y, args.test_size, args.random_state, weights=weights)
     params = {
         "categorical_features": categorical or None,
         "max_depth": args.max_depth,
@@ -457,32 +522,35 @@ def _cmd_fit(args):
         "ridge_alpha": args.ridge_alpha,
         "n_thresholds": args.n_thresholds,
         "min_category_weight": args.min_category_weight,
+        "min_samples_leaf": args.min_samples_leaf,
         "verbose": _verbose(args),
     }
+    if args.lookahead_depth > 0:
+        params["time_limit"] = args.time_limit
     if args.cv is not None:
-        return _fit_cv(args, params, X_train, X_test, y_train, y_test)
+        return _fit_cv(args, params, X_train, X_test, y_train, y_test, (w_train, w_test))
     if args.lookahead_depth == 0:
         model = CholeskyTreeRegressor(**params)
     else:
         model = CLARITreeRegressor(lookahead_depth=args.lookahead_depth,
                                    n_jobs=args.n_jobs, **params)
     start = time.perf_counter()
-    _fit_categorical(model, X_train, y_train)
+    _fit_categorical(model, X_train, y_train, w_train)
     seconds = time.perf_counter() - start
     _report_fit(model, type(model).__name__, X_train, y_train, X_test, y_test, seconds,
                 significant_digits=args.significant_digits,
-                exact_thresholds=args.exact_thresholds)
+                exact_thresholds=args.exact_thresholds, weights=(w_train, w_test))
     _save_outputs(model, args)
     return 0
 
 
-def _fit_categorical(model, X, y):
-    """``model.fit(X, y)``; too many levels in a column is a usage error."""
+def _fit_categorical(model, X, y, sample_weight=None):
+    """``model.fit(X, y, sample_weight)``; too many levels in a column is a usage error."""
     from ._preparation import TooManyLevelsError
     from ._tree import MAX_CATEGORIES
 
     try:
-        model.fit(X, y)
+        model.fit(X, y, sample_weight=sample_weight)
     except TooManyLevelsError as exc:
         raise UsageError(
             f"categorical column {exc.column} has {exc.n_levels} levels, more than the "
@@ -491,7 +559,7 @@ def _fit_categorical(model, X, y):
             "most frequent, into one '<other>' level (W = 0: only those beyond)") from None
 
 
-def _fit_cv(args, params, X_train, X_test, y_train, y_test):
+def _fit_cv(args, params, X_train, X_test, y_train, y_test, weights=(None, None)):
     """``fit --cv K``: tune (leaf_penalty, ridge_alpha), refit, report the pair."""
     from sklearn.model_selection import KFold
 
@@ -513,17 +581,18 @@ def _fit_cv(args, params, X_train, X_test, y_train, y_test):
     n_pairs = len(args.leaf_penalties) * len(args.ridge_alphas)
     _print(f"tuning leaf_penalty x ridge_alpha ({n_pairs} pairs) by {args.cv}-fold CV ...")
     start = time.perf_counter()
-    _fit_categorical(model, X_train, y_train)
+    _fit_categorical(model, X_train, y_train, weights[0])
     seconds = time.perf_counter() - start
     best = model.best_index_
     leaves = model.cv_results_["mean_n_leaves"][best]
     _print(f"chosen by {args.cv}-fold CV: leaf_penalty={model.leaf_penalty_:g} "
-           f"ridge_alpha={model.ridge_alpha_:g}  mean CV R2: {model.best_score_:.4f}  "
+           f"ridge_alpha={model.ridge_alpha_:g}  mean CV "
+           f"{'R2 (weighted)' if weights[0] is not None else 'R2'}: {model.best_score_:.4f}  "
            f"mean CV leaves: {leaves:.3g}")
     tree = model.best_estimator_
     _report_fit(tree, type(tree).__name__, X_train, y_train, X_test, y_test, seconds,
                 significant_digits=args.significant_digits,
-                exact_thresholds=args.exact_thresholds)
+                exact_thresholds=args.exact_thresholds, weights=weights)
     _save_outputs(tree, args)
     return 0
 
@@ -542,6 +611,7 @@ def _cmd_mbndt(args):
     if args.target not in frame.columns:
         raise UsageError(
             f"column {args.target!r} not found in {args.data}; columns: {_list(frame.columns)}")
+    frame, weights = _take_weights_and_drop(frame, args)
     y = frame[args.target]
     if y.isna().any():
         raise UsageError(f"target column {args.target!r} has missing values")
@@ -566,13 +636,13 @@ def _cmd_mbndt(args):
               "device": args.device, "verbose": _verbose(args)}
     model = cls(**params)
     stratify = y if task == "classification" else None
-    X_train, X_test, y_train, y_test = _holdout(X, y, args.test_size, args.random_state,
-                                                stratify)
+    X_train, X_test, y_train, y_test, w_train, w_test = _holdout(
+        X, y, args.test_size, args.random_state, stratify, weights)
     start = time.perf_counter()
     with warnings.catch_warnings():
         # Said above in the command's words.
         warnings.filterwarnings("ignore", message=r".*holds (text|numbers stored as text)")
-        model.fit(X_train, y_train)
+        model.fit(X_train, y_train, sample_weight=w_train)
     seconds = time.perf_counter() - start
     from ._export import export_text
 
@@ -580,16 +650,18 @@ def _cmd_mbndt(args):
     _print(export_text(model, significant_digits=args.significant_digits,
                        exact_thresholds=args.exact_thresholds), end="")
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}"
-    for part, Xp, yp in (("train", X_train, y_train), ("test", X_test, y_test)):
+    weighted = " (weighted)" if weights is not None else ""
+    for part, Xp, yp, wp in (("train", X_train, y_train, w_train),
+                             ("test", X_test, y_test, w_test)):
         if Xp is None:
             continue
         if task == "classification":
             from sklearn.metrics import balanced_accuracy_score
 
-            line += f"  {part} balanced accuracy: " \
-                    f"{balanced_accuracy_score(yp, model.predict(Xp)):.4f}"
+            score = balanced_accuracy_score(yp, model.predict(Xp), sample_weight=wp)
+            line += f"  {part} balanced accuracy{weighted}: {score:.4f}"
         else:
-            line += f"  {part} R2: {_r2(yp, model.predict(Xp)):.4f}"
+            line += f"  {part} R2{weighted}: {_r2(yp, model.predict(Xp), wp):.4f}"
     _print(line + f"  fit time: {seconds:.3f}s")
     _save_outputs(model, args)
     return 0
@@ -750,6 +822,15 @@ def _add_common_output(p):
                         "that route the training rows the same way")
 
 
+def _add_table_columns(p):
+    p.add_argument("--weight", metavar="COLUMN",
+                   help="column of row weights (sample_weight; finite, >= 0), not a "
+                        "feature; the reported scores are weighted too")
+    p.add_argument("--drop", metavar="COL,...",
+                   help="columns that are not features (ids, leaks); 'predict' ignores "
+                        "them too")
+
+
 def _add_verbosity(p):
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="show progress of long fits (default: when stderr is a terminal)")
@@ -844,6 +925,15 @@ def build_parser():
                           "training rows, and those beyond the 255 most frequent, into one "
                           "'<other>' level (default: never; then more than 256 levels are "
                           "an error)")
+    fit.add_argument("--min-samples-leaf", type=_min_samples_leaf, default="auto",
+                     metavar="N", help="least rows per leaf: an integer, a fraction of the "
+                     "training rows in (0, 1), or 'auto' (5 per regression feature for "
+                     "linear leaves, 1 for constant ones); with --weight, weight")
+    fit.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
+                     help="stop the lookahead search after this many seconds and finish "
+                          "the tree greedily (with --cv: each search of a fold and ridge "
+                          "strength, and the refit)")
+    _add_table_columns(fit)
     _add_encoding(fit)
     _add_common_output(fit)
     _add_verbosity(fit)
@@ -910,6 +1000,7 @@ def build_parser():
     mb.add_argument("--device", default="cpu",
                     help="torch device to train on: cpu, cuda, cuda:1, ..., or auto (a GPU "
                          "when torch sees one)")
+    _add_table_columns(mb)
     _add_encoding(mb)
     _add_common_output(mb)
     _add_verbosity(mb)

@@ -1,5 +1,6 @@
 """End-to-end tests of the ``clarytree`` command line, run through subprocess."""
 
+import io
 import os
 import re
 import subprocess
@@ -692,3 +693,114 @@ def test_mbndt_predict_reads_categorical_columns_as_text(tmp_path):
     np.testing.assert_array_equal(got, fitted.predict(as_text))
     known = np.arange(n) != 9
     assert np.mean(got[known] == (c[known] == 1)) > 0.95
+
+
+@pytest.fixture(scope="module")
+def weighted_csv(tmp_path_factory):
+    rng = np.random.default_rng(5)
+    n = 300
+    frame = pd.DataFrame({"id": np.arange(n) * 7 + 1000, "x": rng.normal(size=n),
+                          "color": rng.choice(["red", "blue"], size=n),
+                          "w": rng.integers(0, 4, size=n).astype(float)})
+    frame["target"] = (np.where(frame["color"] == "red", 2 * frame["x"], -frame["x"])
+                       + 0.1 * rng.normal(size=n))
+    path = tmp_path_factory.mktemp("weighted") / "table.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_fit_with_weights_dropped_columns_and_leaf_size(weighted_csv, tmp_path):
+    import joblib
+    from sklearn.metrics import r2_score
+
+    from clarytree import CLARITreeRegressor
+
+    path, frame = weighted_csv
+    model_file = tmp_path / "model.joblib"
+    result = run("fit", path, "--target", "target", "--weight", "w", "--drop", "id",
+                 "--min-samples-leaf", "0.1", "--time-limit", "600", "--max-depth", 2,
+                 "--test-size", 0, "--out", model_file)
+    assert result.returncode == 0, result.stderr
+    fitted = joblib.load(model_file)
+    assert list(fitted.feature_names_in_) == ["x", "color"]
+    assert fitted.min_samples_leaf == 0.1 and fitted.time_limit == 600
+    X, y, w = frame[["x", "color"]], frame["target"].to_numpy(), frame["w"].to_numpy()
+    reference = CLARITreeRegressor(max_depth=2, min_samples_leaf=0.1, leaf_penalty=1e-3,
+                                   ridge_alpha=1e-5).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(fitted.predict(X), reference.predict(X))
+    assert fitted.min_samples_leaf_ == pytest.approx(0.1 * w.sum())
+    r2 = r2_score(y, reference.predict(X), sample_weight=w)
+    assert f"train R2 (weighted): {r2:.4f}" in result.stdout
+    # predict reads the same file: the id, weight and target columns are not features.
+    out = run("predict", model_file, path, "--keep", "id")
+    assert out.returncode == 0, out.stderr
+    printed = pd.read_csv(io.StringIO(out.stdout))
+    np.testing.assert_array_equal(printed["id"], frame["id"])
+    np.testing.assert_allclose(printed["prediction"], reference.predict(X), rtol=1e-15)
+
+
+def test_cv_with_weights(weighted_csv):
+    from sklearn.model_selection import KFold
+
+    from clarytree import CLARITreeRegressorCV
+
+    path, frame = weighted_csv
+    result = run("fit", path, "--target", "target", "--weight", "w", "--drop", "id",
+                 "--cv", 3, "--leaf-penalties", "1e-1,1e-3", "--ridge-alphas", "1e-2,1e-4",
+                 "--max-depth", 2, "--test-size", 0)
+    assert result.returncode == 0, result.stderr
+    reference = CLARITreeRegressorCV(
+        max_depth=2, leaf_penalties=[1e-1, 1e-3], ridge_alphas=[1e-2, 1e-4],
+        cv=KFold(3, shuffle=True, random_state=0)).fit(
+        frame[["x", "color"]], frame["target"], sample_weight=frame["w"].to_numpy())
+    assert (f"leaf_penalty={reference.leaf_penalty_:g} ridge_alpha={reference.ridge_alpha_:g}"
+            f"  mean CV R2 (weighted): {reference.best_score_:.4f}") in result.stdout
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--weight", "nope"], ["--weight", "'nope' not found", "columns: id, x, color"]),
+    (["--weight", "target"], ["--weight", "is the target"]),
+    (["--weight", "color"], ["--weight", "'color' is not numeric"]),
+    (["--drop", "id,zz"], ["--drop", "not in", "zz"]),
+    (["--drop", "target"], ["--drop", "is the target"]),
+    (["--min-samples-leaf", "1.5"], ["--min-samples-leaf", "a fraction in (0, 1)"]),
+    (["--min-samples-leaf", "0"], ["--min-samples-leaf", "an integer >= 1"]),
+    (["--time-limit", "0"], ["--time-limit", "a finite number > 0"]),
+    (["--time-limit", "5", "--lookahead-depth", "0"], ["--time-limit", "greedy"]),
+])
+def test_table_column_options_errors(weighted_csv, args, fragments):
+    path, _ = weighted_csv
+    assert_usage_error(run("fit", path, "--target", "target", *args), *fragments)
+
+
+def test_negative_or_missing_weights_are_usage_errors(weighted_csv, tmp_path):
+    _, frame = weighted_csv
+    bad = frame.copy()
+    bad.loc[3, "w"] = -1.0
+    bad.loc[5, "w"] = np.nan
+    path = tmp_path / "bad.csv"
+    bad.to_csv(path, index=False)
+    assert_usage_error(run("fit", path, "--target", "target", "--weight", "w"),
+                       "--weight", "2 missing, negative or infinite value(s)")
+    zero = frame.assign(w=0.0)
+    zero.to_csv(path, index=False)
+    assert_usage_error(run("fit", path, "--target", "target", "--weight", "w"),
+                       "every weight", "is 0")
+
+
+def test_mbndt_with_weights_and_dropped_columns(weighted_csv, tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("clarytree.mbndt")
+    import joblib
+
+    _, frame = weighted_csv
+    labelled = frame.assign(target=(frame["target"] > 0).astype(int))
+    path = tmp_path / "labelled.csv"
+    labelled.to_csv(path, index=False)
+    model_file = tmp_path / "model.joblib"
+    result = run("mbndt", path, "--target", "target", "--weight", "w", "--drop", "id",
+                 "--max-depth", 2, "--n-restarts", 1, "--max-epochs", 20,
+                 "--out", model_file, "-q")
+    assert result.returncode == 0, result.stderr
+    assert "test balanced accuracy (weighted):" in result.stdout
+    assert list(joblib.load(model_file).feature_names_in_) == ["x", "color"]
