@@ -387,6 +387,21 @@ def _is_bool(value):
     return isinstance(value, (bool, np.bool_))
 
 
+def _flag_key(value):
+    """True/False for a bool or the text of one (any case), else None."""
+    if _is_bool(value):
+        return bool(value)
+    if isinstance(value, str):
+        return {"true": True, "false": False}.get(value.strip().lower())
+    return None
+
+
+def _flag_text(values):
+    """Whether ``values`` are all text, each 'true' or 'false' in some case."""
+    return bool(values) and all(isinstance(v, str) and _flag_key(v) is not None
+                                for v in values)
+
+
 def _missing_mask(values):
     """NaN, None, pandas NA/NaT entries of a 1-D array."""
     try:
@@ -671,10 +686,14 @@ class Preparation:
         values = np.asarray(values, dtype=object)
         present = values[~_missing_mask(values)]
         known = self.levels_of_fit(j)
+        if present.shape[0] == 0 or not known:
+            return
+        if any(map(_is_bool, known)) or _flag_text(known):
+            self._warn_flags_of_another_type(estimator, j, present, known)
+            return
         known_is_text = [isinstance(v, str) for v in known]
-        if (present.shape[0] == 0 or not known or any(map(_is_bool, known))
-                or (any(known_is_text) and not all(known_is_text))):
-            return                          # flags, or levels of mixed types
+        if any(known_is_text) and not all(known_is_text):
+            return                          # levels of mixed types
         fit_text = known_is_text[0]
         sample = present[:1000].tolist()
         if any(isinstance(v, str) == fit_text or _is_bool(v) for v in sample):
@@ -689,6 +708,35 @@ class Preparation:
             f"Pass it as {fit_kind}, as in fit" + (
                 f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
                 if names is not None else "."))
+
+    def _warn_flags_of_another_type(self, estimator, j, present, known):
+        # A bool column whose values come as the text 'True'/'false' (a
+        # JSON or CSV source), or text flags of fit given as bools: equal
+        # as flags, matched by none of fit's levels.
+        sample = list(dict.fromkeys(present[:1000].tolist()))
+        fit_bool = all(map(_is_bool, known))
+        if fit_bool:
+            if any(map(_is_bool, sample)) or not _flag_text(sample):
+                return
+            fit_kind, now_kind = "bool values", "text"
+        elif all(map(_is_bool, sample)):
+            fit_kind, now_kind = "text", "bool values"
+        else:
+            return
+        by_flag = {_flag_key(v): v for v in known}
+        matched = [(v, by_flag[_flag_key(v)]) for v in sample if _flag_key(v) in by_flag]
+        if not matched:
+            return
+        name = _column_name(getattr(estimator, "feature_names_in_", None), j)
+        shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
+        conversion = ("map the text to bools (e.g. X[{0}].str.lower().map({{'true': True, "
+                      "'false': False}}))" if fit_bool else "pass the text (e.g. "
+                      "X[{0}].astype(str))").format(name)
+        warnings.warn(
+            f"{type(estimator).__name__}: column {name} holds none of the levels seen in "
+            f"fit: fit saw {fit_kind}, this column holds {now_kind} ({shown}), so every "
+            f"row takes the missing-value direction at its splits. To use the column, "
+            f"{conversion}.", UserWarning, stacklevel=_user_stacklevel())
 
     def levels_of_fit(self, j):
         """The levels column ``j`` matches at predict (those of ``categories_``

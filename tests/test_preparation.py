@@ -480,14 +480,43 @@ def test_levels_given_as_another_type_at_predict_warn():
     with pytest.warns(UserWarning, match=r"column x\[1\] holds none of the levels seen in "
                       r"fit: fit saw numbers, this column holds text .* as in fit\.$"):
         codes.predict(frame.to_numpy(dtype=object))
-    # New levels of the fit's type, missing values, flags: no warning.
-    flags = CLARITreeRegressor(max_depth=2).fit(frame.assign(c=frame["c"] == "1"), y)
+    # New levels of the fit's type, missing values: no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.predict(frame.assign(c="9"))
         model.predict(frame.assign(c=None))
         model.predict(frame.iloc[:5])
-        flags.predict(frame.assign(c="True"))
+
+
+def test_flags_given_as_text_at_predict_warn():
+    """A bool column given as the text 'True'/'false' (a JSON or CSV source),
+    or text flags of fit given as bools, misses every level: a warning says
+    how to convert; integers 0/1 (equal to the bools) and new text stay
+    silent."""
+    rng = np.random.default_rng(5)
+    n = 300
+    frame = pd.DataFrame({"a": rng.normal(size=n), "f": rng.random(n) < 0.5})
+    y = np.where(frame["f"], 2 * frame["a"], -frame["a"])
+    model = CLARITreeRegressor(max_depth=2).fit(frame, y)
+    assert model.tree_.is_categorical[0]
+    as_text = frame.assign(f=frame["f"].map({True: "true", False: "False"}))
+    with pytest.warns(UserWarning, match=r"column 'f' holds none of the levels seen in fit: "
+                      r"fit saw bool values, this column holds text \(('true' for True|"
+                      r"'False' for False).*\.str\.lower\(\)\.map") as record:
+        lost = model.predict(as_text)
+    assert record[0].filename == __file__
+    np.testing.assert_array_equal(lost, model.predict(frame.assign(f=None)))
+    text_model = CLARITreeRegressor(max_depth=2).fit(
+        frame.assign(f=frame["f"].map({True: "True", False: "False"})), y)
+    with pytest.warns(UserWarning, match=r"fit saw text, this column holds bool values "
+                      r"\(.*True for 'True'.*X\['f'\]\.astype\(str\)"):
+        text_model.predict(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(model.predict(frame.assign(f=frame["f"].astype(int))),
+                                      model.predict(frame))
+        model.predict(frame.assign(f="maybe"))
+        model.predict(frame.assign(f=None))
 
 
 def test_mbndt_levels_read_as_floats_at_predict_warn():
