@@ -509,6 +509,10 @@ def _cmd_fit(args):
     if args.time_limit is not None and args.lookahead_depth == 0:
         raise UsageError("--time-limit bounds the lookahead search; the greedy tree "
                          "(--lookahead-depth 0) has none")
+    regression = _column_list(args.regression_features)
+    if regression and args.leaf_model != "linear":
+        raise UsageError("--regression-features chooses the columns of linear leaves; "
+                         "constant leaves (--leaf-model constant) have none")
     frame, weights = _take_weights_and_drop(_read_table(args.data, args.encoding), args)
     X, y = _split_target(frame, args.target, args.data)
     categorical = _categorical_columns(X, args.categorical, args.data)
@@ -523,6 +527,7 @@ def _cmd_fit(args):
         "n_thresholds": args.n_thresholds,
         "min_category_weight": args.min_category_weight,
         "min_samples_leaf": args.min_samples_leaf,
+        "regression_features": regression or "auto",
         "verbose": _verbose(args),
     }
     if args.lookahead_depth > 0:
@@ -925,6 +930,9 @@ def build_parser():
                           "training rows, and those beyond the 255 most frequent, into one "
                           "'<other>' level (default: never; then more than 256 levels are "
                           "an error)")
+    fit.add_argument("--regression-features", metavar="COL,...",
+                     help="the numeric columns the leaf regressions use (default: every "
+                          "numeric column that is not all 0/1); the others only split")
     fit.add_argument("--min-samples-leaf", type=_min_samples_leaf, default="auto",
                      metavar="N", help="least rows per leaf: an integer, a fraction of the "
                      "training rows in (0, 1), or 'auto' (5 per regression feature for "

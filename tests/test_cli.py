@@ -757,6 +757,37 @@ def test_cv_with_weights(weighted_csv):
             f"  mean CV R2 (weighted): {reference.best_score_:.4f}") in result.stdout
 
 
+def test_fit_with_regression_features(tmp_path):
+    import joblib
+
+    from clarytree import CLARITreeRegressor
+
+    rng = np.random.default_rng(6)
+    n = 300
+    frame = pd.DataFrame({"x": rng.normal(size=n), "z": rng.normal(size=n),
+                          "color": rng.choice(["red", "blue"], size=n)})
+    frame["target"] = np.where(frame["z"] > 0, 2 * frame["x"], -frame["x"]) \
+        + 0.1 * rng.normal(size=n)
+    path = tmp_path / "table.csv"
+    frame.to_csv(path, index=False)
+    model_file = tmp_path / "model.joblib"
+    result = run("fit", path, "--target", "target", "--regression-features", "x",
+                 "--max-depth", 2, "--test-size", 0, "--out", model_file)
+    assert result.returncode == 0, result.stderr
+    fitted = joblib.load(model_file)
+    np.testing.assert_array_equal(fitted.regression_features_, [0])
+    X = frame.drop(columns="target")
+    reference = CLARITreeRegressor(max_depth=2, leaf_penalty=1e-3, ridge_alpha=1e-5,
+                                   regression_features=["x"]).fit(X, frame["target"])
+    np.testing.assert_array_equal(fitted.predict(X), reference.predict(X))
+    assert " * z" not in result.stdout and " * x" in result.stdout
+    assert_usage_error(run("fit", path, "--target", "target", "--regression-features", "zz"),
+                       "regression_features", "zz")
+    assert_usage_error(run("fit", path, "--target", "target", "--regression-features",
+                           "x", "--leaf-model", "constant"),
+                       "--regression-features", "constant leaves")
+
+
 @pytest.mark.parametrize("args, fragments", [
     (["--weight", "nope"], ["--weight", "'nope' not found", "columns: id, x, color"]),
     (["--weight", "target"], ["--weight", "is the target"]),
