@@ -784,6 +784,8 @@ def test_fit_with_regression_features(tmp_path):
     assert_usage_error(run("fit", path, "--target", "target", "--regression-features", "zz"),
                        "regression_features", "zz")
     assert_usage_error(run("fit", path, "--target", "target", "--regression-features",
+                           "x,color"), "categorical column(s) 'color'", "split-only")
+    assert_usage_error(run("fit", path, "--target", "target", "--regression-features",
                            "x", "--leaf-model", "constant"),
                        "--regression-features", "constant leaves")
 
