@@ -756,12 +756,25 @@ def _cmd_predict(args):
     unknown = [c for c in keep if c not in frame.columns]
     if unknown:
         raise UsageError(f"--keep: column(s) not in {args.data}: {_list(unknown)}")
-    clash = [c for c in keep if c == "prediction" or c.startswith("proba[")]
+    own = ("prediction", "leaf", "rule", "intercept") if args.explain else ("prediction",)
+    clash = [c for c in keep if c in own or c.startswith(("proba[", "term["))]
     if clash:
         raise UsageError(f"--keep: column(s) {_list(clash)} would clash with the output's own")
     if args.proba:
         _check_proba(model)
     out = frame[keep].reset_index(drop=True)
+    if args.explain:
+        if hasattr(model, "classes_"):
+            raise UsageError(f"--explain: {type(model).__name__} is a classifier; --explain "
+                             "breaks a regression tree's predictions into their terms")
+        from ._explain import explain
+
+        table = explain(model, X).reset_index(drop=True)
+        for column in ("leaf", "rule", "intercept"):
+            out[column] = table[column]
+        for name in table.columns:
+            if name not in ("leaf", "rule", "intercept", "prediction"):
+                out[f"term[{name}]"] = table[name]
     out["prediction"] = model.predict(X)
     if args.proba:
         proba = model.predict_proba(X)
@@ -955,6 +968,10 @@ def build_parser():
     predict.add_argument("--proba", action="store_true",
                          help="also write each class's probability, as columns "
                               "proba[CLASS] (classifiers)")
+    predict.add_argument("--explain", action="store_true",
+                         help="also write each row's leaf, rule, intercept and one "
+                              "term[FEATURE] column per feature (coefficient times value): "
+                              "the intercept plus the terms is the prediction (regressors)")
     predict.add_argument("--keep", metavar="COL,...",
                          help="copy these columns of DATA into the output, before the "
                               "predictions (e.g. an id)")

@@ -328,6 +328,8 @@ def test_mbndt_fit_predict(tmp_path):
     assert_usage_error(run("predict", model, path, "--keep", "nope"), "--keep", "nope")
     scored.assign(prediction=0).to_csv(path, index=False)       # last run's output
     assert_usage_error(run("predict", model, path, "--keep", "prediction"), "clash")
+    assert_usage_error(run("predict", model, path, "--explain"), "--explain",
+                       "is a classifier")
     # The same probabilities from the exported SQL.
     import sqlite3
 
@@ -837,3 +839,35 @@ def test_mbndt_with_weights_and_dropped_columns(weighted_csv, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "test balanced accuracy (weighted):" in result.stdout
     assert list(joblib.load(model_file).feature_names_in_) == ["x", "color"]
+
+
+def test_predict_explain(weighted_csv, tmp_path):
+    import joblib
+
+    from clarytree import explain
+
+    path, frame = weighted_csv
+    model_file = tmp_path / "model.joblib"
+    fitted = run("fit", path, "--target", "target", "--drop", "id,w", "--max-depth", 2,
+                 "--test-size", 0, "--out", model_file)
+    assert fitted.returncode == 0, fitted.stderr
+    out = run("predict", model_file, path, "--explain", "--keep", "id")
+    assert out.returncode == 0, out.stderr
+    printed = pd.read_csv(io.StringIO(out.stdout))
+    assert list(printed.columns) == ["id", "leaf", "rule", "intercept", "term[x]",
+                                     "term[color]", "prediction"]
+    model = joblib.load(model_file)
+    X = frame[["x", "color"]]
+    reference = explain(model, X)
+    np.testing.assert_array_equal(printed["leaf"], reference["leaf"])
+    assert list(printed["rule"]) == list(reference["rule"])
+    for column in ("intercept", "x", "color", "prediction"):
+        name = column if column in ("intercept", "prediction") else f"term[{column}]"
+        np.testing.assert_allclose(printed[name], reference[column], rtol=1e-15)
+    np.testing.assert_allclose(printed["intercept"] + printed["term[x]"]
+                               + printed["term[color]"], printed["prediction"], rtol=1e-12)
+    with_rule = tmp_path / "with_rule.csv"
+    frame.assign(rule="r").to_csv(with_rule, index=False)
+    assert run("predict", model_file, with_rule, "--keep", "rule").returncode == 0
+    assert_usage_error(run("predict", model_file, with_rule, "--explain", "--keep", "id,rule"),
+                       "--keep", "rule", "clash")
