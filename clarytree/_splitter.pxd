@@ -215,6 +215,8 @@ cdef class Splitter:
     cdef Py_ssize_t gram_block          # rows per block of the search sums
     cdef Py_ssize_t urow_stride         # n_stats rounded up to 8 (whole cache lines)
     cdef readonly Py_ssize_t wide_min   # blocks of this many statistics: column ranges
+    # Exact sums by column ranges once the bins hold this many doubles.
+    cdef readonly Py_ssize_t exact_ranges_min
     cdef const long long[::1] urow_index  # AVX-512 rows' products (q <= 16), else None
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
@@ -271,6 +273,9 @@ cdef class Splitter:
     cdef void _add_stats(self, SplitterWork* w, const int* rows, Py_ssize_t n_rows,
                          double* total, double* hist, unsigned long long* keys,
                          bint exact, Py_ssize_t skip) noexcept nogil
+    cdef void _add_stats_by_ranges(self, SplitterWork* w, const int* rows,
+                                   Py_ssize_t n_rows, double* total, double* hist,
+                                   unsigned long long* keys, Py_ssize_t skip) noexcept nogil
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
                               unsigned long long* keys, Py_ssize_t skip,

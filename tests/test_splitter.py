@@ -97,6 +97,34 @@ def test_wide_blocks_by_column_ranges_give_the_feature_by_feature_bits(q, start,
 
 
 @pytest.mark.parametrize("q", [6, 12, 20])
+@pytest.mark.parametrize(("start", "end"), [(0, 4500), (1234, 3900), (4000, 4500)])
+def test_exact_sums_by_column_ranges_give_the_row_by_row_bits(q, start, end):
+    """The exact (committed-tree) sums of wide models go column range by
+    column range over blocks of rows; every element still adds the rows one
+    at a time in order, so the bits are those of the row-by-row sums, also
+    beside a swept feature (no bins) and across several blocks."""
+    rng = np.random.default_rng(q)
+    n = 4500
+    X = rng.normal(size=(n, 4))
+    X[:, 2] = np.round(X[:, 2], 1)
+    pools = [threshold_pool(X[:, 0], 20, "quantile"), threshold_pool(X[:, 1], None),
+             threshold_pool(X[:, 2], 7, "uniform"), threshold_pool(X[:, 3], 3, "quantile")]
+    bins, order, n_bins = bin_features(X, pools)
+    Z = rng.normal(size=(n, q - 2)) * rng.uniform(0.1, 3.0, size=(n, 1))
+    W = np.ascontiguousarray(np.column_stack([np.ones(n), Z, Z[:, 0] + rng.normal(size=n)]))
+    splitter = Splitter(bins, order, n_bins, 5, RidgeCriterion(W, np.full(q - 1, 1e-3 * n)),
+                        64)
+    assert splitter.n_swept == 1
+    by_rows = splitter._node_stats(start, end, True, exact_ranges_min=10**15)
+    by_ranges = splitter._node_stats(start, end, True, exact_ranges_min=1)
+    for a, b in zip(by_rows, by_ranges, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert by_rows[1].any()
+    # Only histograms beyond a large cache take the ranges by default.
+    assert splitter.hist_size * splitter.n_stats < splitter.exact_ranges_min
+
+
+@pytest.mark.parametrize("q", [6, 12, 20])
 @pytest.mark.parametrize("wide_min", [None, 1])
 def test_grouped_sums_of_exact_products_are_the_row_by_row_bits(q, wide_min):
     """With small-integer statistics no sum rounds: the grouped routes (and

@@ -6,6 +6,7 @@ Data: the paper's piecewise-linear design (appendix D.3), generated in
 - ``FitSize``: greedy or lookahead (one-step, the paper's CLARITree), linear
   or constant leaves, ``n`` in {1e3, 1e4, 1e5} rows, ``k`` in {4, 8, 16}
   features, 20 thresholds; time and peak memory.
+- ``FitWide``: greedy fits with 50 or 100 regression features.
 - ``FitMemory``: peak memory of a greedy fit at ``n = 1e6``, ``k = 8``.
 - ``FitTables``: a table with missing values and a categorical column
   against its imputed, one-hot-encoded twin (``n = 1e4``, ``k = 8``).
@@ -107,6 +108,25 @@ class FitThresholds:
         self.model = make_estimator(method, leaf_model, n_thresholds)
 
     def time_fit(self, method, leaf_model, n, n_thresholds):
+        self.model.fit(self.X, self.y)
+
+
+class FitWide:
+    """Greedy ``fit`` with many regression features (``k`` in {50, 100}, n = 1e4).
+
+    The committed nodes' statistics (every bin of every feature holds a
+    ``k x k`` Gram matrix) dominate such fits.
+    """
+
+    params = ([50, 100],)
+    param_names = ["k"]
+    timeout = 120
+
+    def setup(self, k):
+        self.X, self.y = piecewise_linear(10_000, k)
+        self.model = make_estimator("greedy", "linear", 20).set_params(max_depth=2)
+
+    def time_fit(self, k):
         self.model.fit(self.X, self.y)
 
 
