@@ -73,7 +73,14 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
     thresholds : ndarray of float64
     """
     if sample_weight is None:
-        values = np.unique(x)
+        # One sort gives the distinct values and their counts: the quantiles
+        # of the data are those of its distinct values repeated as often
+        # (bitwise, see repeated_quantile), so no second pass over x.
+        ordered = np.sort(x)
+        first = np.empty(ordered.shape[0], dtype=bool)
+        first[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        values = ordered[first]
     else:
         values, inverse = np.unique(x, return_inverse=True)
     if values.shape[0] < 2:
@@ -86,7 +93,10 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
     if strategy == "quantile":
         levels = np.arange(1, n_thresholds + 1) / (n_thresholds + 1)
         if sample_weight is None:
-            return np.unique(np.quantile(x, levels, method="linear"))
+            counts = np.diff(np.flatnonzero(np.r_[first, True]))
+            # + 0.0: a zero threshold is +0 (numpy's quantile gave either
+            # sign, as its partition happened to order -0.0 and 0.0).
+            return np.unique(repeated_quantile(values, counts, levels)) + 0.0
         weights = np.bincount(inverse.ravel(), weights=sample_weight,
                               minlength=values.shape[0])
         return np.unique(repeated_quantile(values, weights, levels))

@@ -45,6 +45,32 @@ def test_weighted_pool_is_the_pool_of_the_repeated_data(seed, n, T, decimals):
     np.testing.assert_array_equal(got, expected)     # bitwise
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.sampled_from([1, 2, 5, 20, 63]),
+       st.sampled_from(["normal", "coarse", "zeros", "huge", "skewed"]))
+def test_pool_is_numpys_quantiles_of_the_data(seed, n, T, kind):
+    # The pool comes from one sort (distinct values and their counts); it
+    # must be numpy.quantile of the data, bit for bit, and all midpoints
+    # when there are at most T + 1 distinct values.
+    rng = np.random.default_rng(seed)
+    x = {"normal": lambda: rng.normal(size=n),
+         "coarse": lambda: np.round(rng.normal(size=n), 1),
+         "zeros": lambda: rng.choice([-0.0, 0.0, 1.0, 2.5], size=n),
+         "huge": lambda: rng.normal(size=n) * 1e300,
+         "skewed": lambda: rng.exponential(size=n) ** 3}[kind]()
+    got = threshold_pool(x, T, "quantile")
+    values = np.unique(x)
+    if values.size < 2:
+        expected = np.empty(0)
+    elif values.size <= T + 1:
+        mid = (values[:-1] + values[1:]) / 2.0
+        expected = np.unique(np.where(mid < values[1:], mid, values[:-1]))
+    else:
+        expected = np.unique(np.quantile(x, np.arange(1, T + 1) / (T + 1), method="linear"))
+        assert not np.signbit(got[got == 0]).any()      # zero thresholds are +0
+    np.testing.assert_array_equal(got, expected)     # bitwise (up to the sign of 0)
+
+
 @pytest.mark.parametrize("leaf_model", ["linear", "constant"])
 def test_integer_weights_prepare_the_repeated_data(leaf_model):
     rng = np.random.default_rng(0)
