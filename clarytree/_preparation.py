@@ -688,14 +688,17 @@ class Preparation:
         known = self.levels_of_fit(j)
         if present.shape[0] == 0 or not known:
             return
+        sample = present[:1000].tolist()
+        known_is_text = [isinstance(v, str) for v in known]
+        if all(known_is_text) and all(isinstance(v, str) for v in sample):
+            self._warn_levels_spelled_otherwise(estimator, j, sample, known)
+            return
         if any(map(_is_bool, known)) or _flag_text(known):
             self._warn_flags_of_another_type(estimator, j, present, known)
             return
-        known_is_text = [isinstance(v, str) for v in known]
         if any(known_is_text) and not all(known_is_text):
             return                          # levels of mixed types
         fit_text = known_is_text[0]
-        sample = present[:1000].tolist()
         if any(isinstance(v, str) == fit_text or _is_bool(v) for v in sample):
             return                          # same type: genuinely new levels
         names = getattr(estimator, "feature_names_in_", None)
@@ -708,6 +711,28 @@ class Preparation:
             f"Pass it as {fit_kind}, as in fit" + (
                 f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
                 if names is not None else "."))
+
+    def _warn_levels_spelled_otherwise(self, estimator, j, sample, known):
+        # Text levels that differ from fit's only in case or surrounding
+        # spaces ('red ' for 'Red': another source, or a cleaning step
+        # applied to one file only) match none of them.
+        by_key = {}
+        for level in known:
+            by_key.setdefault(level.strip().casefold(), level)
+        matched = [(v, by_key[v.strip().casefold()]) for v in dict.fromkeys(sample)
+                   if v.strip().casefold() in by_key]
+        if not matched:
+            return                          # genuinely new levels
+        names = getattr(estimator, "feature_names_in_", None)
+        name = _column_name(names, j)
+        shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
+        warnings.warn(
+            f"{type(estimator).__name__}: column {name} holds none of the levels seen in "
+            f"fit, but its values equal levels of fit up to case or surrounding spaces "
+            f"({shown}{', ...' if len(matched) > 3 else ''}), so every row takes the "
+            f"missing-value direction at its splits. To use the column, spell its values "
+            f"as fit saw them (categories_[{j}]).", UserWarning,
+            stacklevel=_user_stacklevel())
 
     def _warn_flags_of_another_type(self, estimator, j, present, known):
         # A bool column whose values come as the text 'True'/'false' (a

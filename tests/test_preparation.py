@@ -545,6 +545,35 @@ def test_flags_given_as_text_at_predict_warn():
         model.predict(frame.assign(f=None))
 
 
+def test_levels_spelled_otherwise_at_predict_warn():
+    """Text levels that differ from fit's only in case or surrounding spaces
+    (another source, or a cleaning step applied to one file) match none of
+    them: a warning names them; new levels and a partial match stay silent."""
+    rng = np.random.default_rng(6)
+    n = 300
+    frame = pd.DataFrame({"a": rng.normal(size=n),
+                          "c": rng.choice(["Red", "Blue", "Green"], size=n)})
+    y = np.where(frame["c"] == "Red", 2 * frame["a"], -frame["a"])
+    model = CLARITreeRegressor(max_depth=2).fit(frame, y)
+    assert model.tree_.is_categorical[0]
+    spelled = frame.assign(c=frame["c"].str.lower() + " ")
+    with pytest.warns(UserWarning, match=r"column 'c' holds none of the levels seen in fit, "
+                      r"but its values equal levels of fit up to case or surrounding spaces "
+                      r"\('.*' for '(Red|Blue|Green)'.*categories_\[1\]") as record:
+        lost = model.predict(spelled)
+    assert record[0].filename == __file__
+    np.testing.assert_array_equal(lost, model.predict(frame.assign(c=None)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.predict(frame.assign(c="Purple"))
+        model.predict(frame.assign(c=np.where(np.arange(n) % 2, "Red", "blue")))
+    # Text flags too ('True' in fit, 'true' now).
+    flags = CLARITreeRegressor(max_depth=2).fit(
+        frame.assign(c=np.where(frame["c"] == "Red", "True", "False")), y)
+    with pytest.warns(UserWarning, match=r"'true' for 'True'"):
+        flags.predict(frame.assign(c="true"))
+
+
 def test_mbndt_levels_read_as_floats_at_predict_warn():
     """MBNDT matches levels as text, so integer codes read as floats ('1.0',
     a column with an empty cell) match none of fit's '1': a warning names
