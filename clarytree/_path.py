@@ -87,9 +87,10 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
     ----------
     estimator : CLARITreeRegressor or CholeskyTreeRegressor
         The tree's parameters; its own ``leaf_penalty`` is ignored and it is
-        not modified.  The search runs on one thread (``n_jobs`` is not
-        used; the trees do not depend on it), and a ``time_limit`` bounds
-        the whole search rather than each penalty's.
+        not modified.  A lookahead search scores candidates on the
+        estimator's ``n_jobs`` threads, as its ``fit`` does (the trees do
+        not depend on them), and a ``time_limit`` bounds the whole search
+        rather than each penalty's.
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
     leaf_penalties : sequence of float
@@ -205,8 +206,8 @@ class _CVMixin:
         params = {k: v for k, v in self.get_params(deep=False).items() if k in names}
         params["verbose"] = 0
         if "n_jobs" in names:
-            # This object's n_jobs runs the (fold, kappa) tasks; their trees
-            # each take one thread.
+            # This object's n_jobs runs the (fold, kappa) tasks; the cores
+            # they leave over become the tasks' search threads (in fit).
             params["n_jobs"] = None
         return self._tree_class(**params)
 
