@@ -369,6 +369,29 @@ def warn_levels_matching_as_numbers(estimator_name, name, values, known, what,
         UserWarning, stacklevel=_user_stacklevel())
 
 
+def warn_levels_spelled_otherwise(estimator_name, name, values, known, consequence,
+                                  remedy):
+    """Warn that text ``values``, none of them a level of fit, equal some of
+    the ``known`` text levels up to case or surrounding spaces ('red ' for
+    'Red': another source, or a cleaning step applied to one file only);
+    nothing when none does (genuinely new levels).  Returns whether it warned."""
+    by_key = {}
+    for level in known:
+        if isinstance(level, str):
+            by_key.setdefault(level.strip().casefold(), level)
+    matched = [(v, by_key[v.strip().casefold()]) for v in dict.fromkeys(values)
+               if isinstance(v, str) and v.strip().casefold() in by_key]
+    if not matched:
+        return False
+    shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
+    warnings.warn(
+        f"{estimator_name}: column {name} holds none of the levels seen in fit, but its "
+        f"values equal levels of fit up to case or surrounding spaces "
+        f"({shown}{', ...' if len(matched) > 3 else ''}), {consequence}. To use the "
+        f"column, {remedy}.", UserWarning, stacklevel=_user_stacklevel())
+    return True
+
+
 def _level_key(value):
     """A level compared across types: as a number when it reads as one."""
     try:
@@ -713,26 +736,11 @@ class Preparation:
                 if names is not None else "."))
 
     def _warn_levels_spelled_otherwise(self, estimator, j, sample, known):
-        # Text levels that differ from fit's only in case or surrounding
-        # spaces ('red ' for 'Red': another source, or a cleaning step
-        # applied to one file only) match none of them.
-        by_key = {}
-        for level in known:
-            by_key.setdefault(level.strip().casefold(), level)
-        matched = [(v, by_key[v.strip().casefold()]) for v in dict.fromkeys(sample)
-                   if v.strip().casefold() in by_key]
-        if not matched:
-            return                          # genuinely new levels
         names = getattr(estimator, "feature_names_in_", None)
-        name = _column_name(names, j)
-        shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
-        warnings.warn(
-            f"{type(estimator).__name__}: column {name} holds none of the levels seen in "
-            f"fit, but its values equal levels of fit up to case or surrounding spaces "
-            f"({shown}{', ...' if len(matched) > 3 else ''}), so every row takes the "
-            f"missing-value direction at its splits. To use the column, spell its values "
-            f"as fit saw them (categories_[{j}]).", UserWarning,
-            stacklevel=_user_stacklevel())
+        warn_levels_spelled_otherwise(
+            type(estimator).__name__, _column_name(names, j), sample, known,
+            "so every row takes the missing-value direction at its splits",
+            f"spell its values as fit saw them (categories_[{j}])")
 
     def _warn_flags_of_another_type(self, estimator, j, present, known):
         # A bool column whose values come as the text 'True'/'false' (a

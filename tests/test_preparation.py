@@ -574,6 +574,37 @@ def test_levels_spelled_otherwise_at_predict_warn():
         flags.predict(frame.assign(c="true"))
 
 
+def test_mbndt_levels_spelled_otherwise_at_predict_warn():
+    """MBNDT's levels given in another case or with spaces ('red ' for
+    'Red') match none of them: the same warning; new levels stay silent."""
+    pytest.importorskip("torch")
+
+    from clarytree import from_dict, to_dict
+    from clarytree.mbndt import MBNDTRegressor
+
+    rng = np.random.default_rng(7)
+    n = 300
+    frame = pd.DataFrame({"a": rng.normal(size=n),
+                          "c": rng.choice(["Red", "Blue", "Green"], size=n)})
+    y = 3.0 * (frame["c"] == "Red") + 0.1 * frame["a"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = MBNDTRegressor(max_depth=1, max_epochs=30, n_restarts=1,
+                               random_state=0).fit(frame, y)
+    assert 1 in model.tree_.feature[np.asarray(model.tree_.is_categorical, dtype=bool)]
+    for fitted in (model, from_dict(to_dict(model))):
+        with pytest.warns(UserWarning, match=r"MBNDTRegressor: column 'c' holds none of the "
+                          r"levels seen in fit, but its values equal levels of fit up to case "
+                          r"or surrounding spaces \(.*'red ' for 'Red'.*unseen levels' "
+                          r"branch") as rec:
+            fitted.predict(frame.assign(c=frame["c"].str.lower() + " "))
+        assert rec[0].filename == __file__
+        assert len(rec) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.predict(frame.assign(c="Purple"))
+
+
 def test_mbndt_levels_read_as_floats_at_predict_warn():
     """MBNDT matches levels as text, so integer codes read as floats ('1.0',
     a column with an empty cell) match none of fit's '1': a warning names

@@ -24,6 +24,7 @@ from .._preparation import (
     _infinity_error,
     validate_sample_weight,
     warn_levels_matching_as_numbers,
+    warn_levels_spelled_otherwise,
 )
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
@@ -205,8 +206,14 @@ class _BaseMBNDT(BaseEstimator):
             if not known or present.shape[0] == 0 or any(v in known for v in present):
                 continue
             name = _column_name(names, j)
+            sample = present[:1000].tolist()
+            if warn_levels_spelled_otherwise(
+                    type(self).__name__, name, sample, sorted(known),
+                    "so every row takes the unseen levels' branch at its splits",
+                    "spell its values as fit saw them"):
+                continue
             warn_levels_matching_as_numbers(
-                type(self).__name__, name, present[:1000].tolist(), sorted(known),
+                type(self).__name__, name, sample, sorted(known),
                 "its values equal levels of fit only as numbers",
                 "so every row takes the unseen levels' branch at its splits",
                 "Pass the levels as fit saw them (integer codes read as floats: "
