@@ -90,20 +90,17 @@ _positive_float = _checked(float, lambda v: bool(np.isfinite(v)) and v > 0,
 
 def _min_samples_leaf(text):
     """'auto', an integer >= 1 (rows) or a fraction in (0, 1) of the rows."""
-    expected = f"'auto', an integer >= 1 or a fraction in (0, 1), got {text!r}"
     if text.strip().lower() == "auto":
         return "auto"
-    try:
-        return _checked(int, lambda v: v >= 1, expected)(text)
-    except argparse.ArgumentTypeError:
-        pass
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected {expected}")
-    return value
+    for cast, accept in ((int, lambda v: v >= 1), (float, lambda v: 0.0 < v < 1.0)):
+        try:
+            value = cast(text)
+        except ValueError:
+            continue
+        if accept(value):
+            return value
+    raise argparse.ArgumentTypeError(
+        f"expected 'auto', an integer >= 1 or a fraction in (0, 1), got {text!r}")
 
 
 def _grid(text):
@@ -362,6 +359,10 @@ def _check_writable(path, option):
 # --------------------------------------------------------------------------
 
 
+def _r2_label(weights):
+    return "R2" if weights is None else "R2 (weighted)"
+
+
 def _r2(y, pred, weights=None):
     w = np.ones_like(y) if weights is None else weights
     resid = float(np.sum(w * (y - pred) ** 2))
@@ -391,7 +392,7 @@ def _report_fit(model, name, X_train, y_train, X_test, y_test, seconds, *,
     _print(export_text(model, feature_names=feature_names,
                        significant_digits=significant_digits,
                        exact_thresholds=exact_thresholds, max_terms=max_terms), end="")
-    r2 = "R2 (weighted)" if weights[0] is not None else "R2"
+    r2 = _r2_label(weights[0])
     train = _r2(y_train, model.predict(X_train), weights[0])
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}  " \
            f"train {r2}: {train:.4f}"
@@ -592,7 +593,7 @@ def _fit_cv(args, params, X_train, X_test, y_train, y_test, weights=(None, None)
     leaves = model.cv_results_["mean_n_leaves"][best]
     _print(f"chosen by {args.cv}-fold CV: leaf_penalty={model.leaf_penalty_:g} "
            f"ridge_alpha={model.ridge_alpha_:g}  mean CV "
-           f"{'R2 (weighted)' if weights[0] is not None else 'R2'}: {model.best_score_:.4f}  "
+           f"{_r2_label(weights[0])}: {model.best_score_:.4f}  "
            f"mean CV leaves: {leaves:.3g}")
     tree = model.best_estimator_
     _report_fit(tree, type(tree).__name__, X_train, y_train, X_test, y_test, seconds,

@@ -348,48 +348,50 @@ def _user_stacklevel():
     return level
 
 
-def warn_levels_matching_as_numbers(estimator_name, name, values, known, what,
-                                    consequence, advice):
+def _warn_levels_matching(estimator_name, name, values, known, key, lead, consequence,
+                          advice):
     """Warn that a categorical column's ``values``, none of them a level of
-    fit, equal some of the ``known`` levels as numbers (``1`` or ``'1.0'``
-    for ``'1'``); nothing when none does (genuinely new levels)."""
+    fit, equal some of the ``known`` levels once both are read by ``key``
+    (None: a value it does not read); nothing when none does (genuinely new
+    levels).  Returns whether it warned."""
     try:
         sample = list(dict.fromkeys(values))
     except TypeError:                       # unhashable values: no level matches
-        return
-    keys = {_level_key(v): v for v in known if not _is_bool(v)}
-    matched = [(v, keys[_level_key(v)]) for v in sample
-               if not _is_bool(v) and _level_key(v) in keys]
-    if not matched:
-        return
-    shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
-    warnings.warn(
-        f"{estimator_name}: column {name} holds none of the levels seen in fit: {what} "
-        f"({shown}{', ...' if len(matched) > 3 else ''}), {consequence}. {advice}",
-        UserWarning, stacklevel=_user_stacklevel())
-
-
-def warn_levels_spelled_otherwise(estimator_name, name, values, known, consequence,
-                                  remedy):
-    """Warn that text ``values``, none of them a level of fit, equal some of
-    the ``known`` text levels up to case or surrounding spaces ('red ' for
-    'Red': another source, or a cleaning step applied to one file only);
-    nothing when none does (genuinely new levels).  Returns whether it warned."""
-    by_key = {}
+        return False
+    keys = {}
     for level in known:
-        if isinstance(level, str):
-            by_key.setdefault(level.strip().casefold(), level)
-    matched = [(v, by_key[v.strip().casefold()]) for v in dict.fromkeys(values)
-               if isinstance(v, str) and v.strip().casefold() in by_key]
+        if (k := key(level)) is not None:
+            keys[k] = level
+    matched = [(v, keys[k]) for v in sample if (k := key(v)) is not None and k in keys]
     if not matched:
         return False
     shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
     warnings.warn(
-        f"{estimator_name}: column {name} holds none of the levels seen in fit, but its "
-        f"values equal levels of fit up to case or surrounding spaces "
-        f"({shown}{', ...' if len(matched) > 3 else ''}), {consequence}. To use the "
-        f"column, {remedy}.", UserWarning, stacklevel=_user_stacklevel())
+        f"{estimator_name}: column {name} holds none of the levels seen in fit{lead} "
+        f"({shown}{', ...' if len(matched) > 3 else ''}), {consequence}. {advice}",
+        UserWarning, stacklevel=_user_stacklevel())
     return True
+
+
+def warn_levels_matching_as_numbers(estimator_name, name, values, known, what,
+                                    consequence, advice):
+    """:func:`_warn_levels_matching` of levels equal as numbers (``1`` or
+    ``'1.0'`` for ``'1'``); ``what`` says how the types differ."""
+    return _warn_levels_matching(
+        estimator_name, name, values, known,
+        lambda v: None if _is_bool(v) else _level_key(v), f": {what}", consequence, advice)
+
+
+def warn_levels_spelled_otherwise(estimator_name, name, values, known, consequence,
+                                  remedy):
+    """:func:`_warn_levels_matching` of text levels equal up to case or
+    surrounding spaces ('red ' for 'Red': another source, or a cleaning step
+    applied to one file only)."""
+    return _warn_levels_matching(
+        estimator_name, name, values, known,
+        lambda v: v.strip().casefold() if isinstance(v, str) else None,
+        ", but its values equal levels of fit up to case or surrounding spaces",
+        consequence, f"To use the column, {remedy}.")
 
 
 def _level_key(value):
@@ -714,10 +716,14 @@ class Preparation:
         sample = present[:1000].tolist()
         known_is_text = [isinstance(v, str) for v in known]
         if all(known_is_text) and all(isinstance(v, str) for v in sample):
-            self._warn_levels_spelled_otherwise(estimator, j, sample, known)
+            warn_levels_spelled_otherwise(
+                type(estimator).__name__,
+                _column_name(getattr(estimator, "feature_names_in_", None), j), sample,
+                known, "so every row takes the missing-value direction at its splits",
+                f"spell its values as fit saw them (categories_[{j}])")
             return
         if any(map(_is_bool, known)) or _flag_text(known):
-            self._warn_flags_of_another_type(estimator, j, present, known)
+            self._warn_flags_of_another_type(estimator, j, sample, known)
             return
         if any(known_is_text) and not all(known_is_text):
             return                          # levels of mixed types
@@ -735,18 +741,10 @@ class Preparation:
                 f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
                 if names is not None else "."))
 
-    def _warn_levels_spelled_otherwise(self, estimator, j, sample, known):
-        names = getattr(estimator, "feature_names_in_", None)
-        warn_levels_spelled_otherwise(
-            type(estimator).__name__, _column_name(names, j), sample, known,
-            "so every row takes the missing-value direction at its splits",
-            f"spell its values as fit saw them (categories_[{j}])")
-
-    def _warn_flags_of_another_type(self, estimator, j, present, known):
+    def _warn_flags_of_another_type(self, estimator, j, sample, known):
         # A bool column whose values come as the text 'True'/'false' (a
         # JSON or CSV source), or text flags of fit given as bools: equal
         # as flags, matched by none of fit's levels.
-        sample = list(dict.fromkeys(present[:1000].tolist()))
         fit_bool = all(map(_is_bool, known))
         if fit_bool:
             if any(map(_is_bool, sample)) or not _flag_text(sample):
@@ -756,20 +754,15 @@ class Preparation:
             fit_kind, now_kind = "text", "bool values"
         else:
             return
-        by_flag = {_flag_key(v): v for v in known}
-        matched = [(v, by_flag[_flag_key(v)]) for v in sample if _flag_key(v) in by_flag]
-        if not matched:
-            return
         name = _column_name(getattr(estimator, "feature_names_in_", None), j)
-        shown = ", ".join(f"{v!r} for {k!r}" for v, k in matched[:3])
         conversion = ("map the text to bools (e.g. X[{0}].str.lower().map({{'true': True, "
                       "'false': False}}))" if fit_bool else "pass the text (e.g. "
                       "X[{0}].astype(str))").format(name)
-        warnings.warn(
-            f"{type(estimator).__name__}: column {name} holds none of the levels seen in "
-            f"fit: fit saw {fit_kind}, this column holds {now_kind} ({shown}), so every "
-            f"row takes the missing-value direction at its splits. To use the column, "
-            f"{conversion}.", UserWarning, stacklevel=_user_stacklevel())
+        _warn_levels_matching(
+            type(estimator).__name__, name, sample, known, _flag_key,
+            f": fit saw {fit_kind}, this column holds {now_kind}",
+            "so every row takes the missing-value direction at its splits",
+            f"To use the column, {conversion}.")
 
     def levels_of_fit(self, j):
         """The levels column ``j`` matches at predict (those of ``categories_``

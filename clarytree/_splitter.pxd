@@ -97,7 +97,7 @@ cdef struct SplitterWork:
     int* tmp                    # n_samples: partition buffer
     unsigned char* goes_left    # n_samples, indexed by row
     Py_ssize_t* bin_counts      # max bins: counting-sort buffer
-    Py_ssize_t* row_bins        # n_features: one row's histogram bins (after bin_counts)
+    Py_ssize_t* row_bins        # n_features: one row's bins as element offsets (after bin_counts)
     double* acc_left            # n_stats
     double* acc_right           # n_stats
     double* row_stats           # n_stats

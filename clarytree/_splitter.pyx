@@ -101,15 +101,18 @@ class SearchRoute(IntEnum):
 
 cdef extern from *:
     """
-    /* One row's packed statistics added to the node's total and to its bin
-       of every histogram feature: element-wise adds only, so any vector
-       width gives the same bits.  On x86-64 the widest available unit is
-       picked at run time (the module itself is built for the baseline). */
+    /* One row's packed statistics u (n entries) added to the node's total
+       and to its bin of every histogram feature; offs are the bins' element
+       offsets in hist (bin * n_stats).  On a column range [c0, c0 + n),
+       hist, total and u start at column c0.  Element-wise adds only, so any
+       vector width gives the same bits.  On x86-64 the widest available
+       unit is picked at run time (the module itself is built for the
+       baseline). */
     #define CT_ADD_ROW_BODY \
         Py_ssize_t s, f; \
         for (s = 0; s < n; s++) total[s] += u[s]; \
         for (f = 0; f < nf; f++) { \
-            double* h = hist + offs[f] * n; \
+            double* h = hist + offs[f]; \
             for (s = 0; s < n; s++) h[s] += u[s]; \
         }
     typedef void (*ct_add_row_fn)(double*, double*, const double*, Py_ssize_t,
@@ -142,50 +145,6 @@ cdef extern from *:
 
 
 cdef ct_add_row_fn _add_row_bins = ct_pick_add_row()
-
-
-cdef extern from *:
-    """
-    /* One row's columns [c0, c0 + n) added to the total and to its bins:
-       offs are the bins' element offsets in hist (bin * n_stats), hist and
-       total start at column c0.  As CT_ADD_ROW_BODY, on a column range. */
-    #define CT_ADD_RANGE_BODY \
-        Py_ssize_t s, f; \
-        for (s = 0; s < n; s++) total[s] += u[s]; \
-        for (f = 0; f < nf; f++) { \
-            double* h = hist + offs[f]; \
-            for (s = 0; s < n; s++) h[s] += u[s]; \
-        }
-    typedef void (*ct_add_range_fn)(double*, double*, const double*, Py_ssize_t,
-                                    const Py_ssize_t*, Py_ssize_t);
-    static void ct_add_range_base(double* restrict total, double* restrict hist,
-                                  const double* restrict u, Py_ssize_t n,
-                                  const Py_ssize_t* offs, Py_ssize_t nf) { CT_ADD_RANGE_BODY }
-    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-    __attribute__((target("avx2")))
-    static void ct_add_range_avx2(double* restrict total, double* restrict hist,
-                                  const double* restrict u, Py_ssize_t n,
-                                  const Py_ssize_t* offs, Py_ssize_t nf) { CT_ADD_RANGE_BODY }
-    __attribute__((target("avx512f")))
-    static void ct_add_range_avx512(double* restrict total, double* restrict hist,
-                                    const double* restrict u, Py_ssize_t n,
-                                    const Py_ssize_t* offs, Py_ssize_t nf) { CT_ADD_RANGE_BODY }
-    static ct_add_range_fn ct_pick_add_range(void) {
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f")) return ct_add_range_avx512;
-        if (__builtin_cpu_supports("avx2")) return ct_add_range_avx2;
-        return ct_add_range_base;
-    }
-    #else
-    static ct_add_range_fn ct_pick_add_range(void) { return ct_add_range_base; }
-    #endif
-    """
-    ctypedef void (*ct_add_range_fn)(double*, double*, const double*, Py_ssize_t,
-                                     const Py_ssize_t*, Py_ssize_t) noexcept nogil
-    ct_add_range_fn ct_pick_add_range() noexcept nogil
-
-
-cdef ct_add_range_fn _add_range_bins = ct_pick_add_range()
 
 
 cdef extern from *:
@@ -848,7 +807,7 @@ cdef class Splitter:
                     continue
                 off += self.bin(row, f)
                 keys[off] += key
-                offs[n_hist] = off
+                offs[n_hist] = off * n_stats
                 n_hist += 1
             _add_row_bins(total, hist, u, n_stats, offs, n_hist)
 
@@ -893,7 +852,7 @@ cdef class Splitter:
                             continue
                         offs[g] = (off + bb[i * nf + f]) * n_stats
                         g += 1
-                    _add_range_bins(total + c, hist + c, U + i * S + c, c1 - c, offs, g)
+                    _add_row_bins(total + c, hist + c, U + i * S + c, c1 - c, offs, g)
                 c = c1
             start += m
 
@@ -1258,7 +1217,7 @@ cdef class Splitter:
                     keys[off] += key
                 else:
                     keys[off] -= key
-                offs[n_hist] = off
+                offs[n_hist] = off * n_stats
                 n_hist += 1
             _add_row_bins(total, hist, u, n_stats, offs, n_hist)
 
