@@ -474,6 +474,8 @@ def _sorted_levels_of(unique):
 
 def _lookup_codes(values, known, codes_of_known):
     """Code of each value (-1 when it is not among ``known``)."""
+    if len(known) == 0:         # a column that had no level in training
+        return np.full(len(values), -1, dtype=np.intp)
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover
@@ -777,7 +779,8 @@ class Preparation:
             cat_codes = _lookup_codes(np.asarray(categories, dtype=object), known,
                                       codes_of_known)
             raw = values.cat.codes.to_numpy()
-            codes = np.where(raw >= 0, cat_codes[np.maximum(raw, 0)], -1)
+            codes = (np.where(raw >= 0, cat_codes[np.maximum(raw, 0)], -1) if cat_codes.size
+                     else np.full(raw.shape[0], -1, dtype=np.intp))
         else:
             values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
                 else values

@@ -638,3 +638,51 @@ def test_many_levels_route_consistently():
         assert route(tree, enc[i]) == leaves[i]
     # Better than a constant: the level sets separate the target's values.
     assert np.mean((model.predict(X) - y) ** 2) < 0.5 * np.var(y)
+
+
+# -- a column with no value in training ------------------------------------
+
+
+@pytest.mark.parametrize("empty", [
+    pd.Series([None] * 80, dtype=object),
+    pd.Series([None] * 80, dtype="string"),
+    pd.Series(pd.Categorical([None] * 80, categories=["u", "v"])),
+], ids=["object", "string", "category"])
+def test_categorical_column_without_a_level_in_training_predicts(empty):
+    """Its values at predict are unseen levels (the missing direction), not a crash.
+
+    A Parquet or pandas column that is entirely null in the training rows is a
+    categorical column with no level; predict used to fail on it with an
+    IndexError in the level lookup.
+    """
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=80), "empty": empty,
+                      "c": rng.choice(["p", "q"], size=80)})
+    y = X["x"].to_numpy() * (X["c"] == "p") + 0.1 * rng.normal(size=80)
+    model = CLARITreeRegressor(max_depth=2).fit(X, y)
+    assert model.is_categorical_.tolist() == [False, True, True]
+    assert len(model.categories_[1]) == 0
+    expected = model.predict(X)
+    filled = X.assign(empty=pd.Series(["u"] * 80, dtype=empty.dtype))
+    np.testing.assert_array_equal(model.predict(filled), expected)
+    np.testing.assert_array_equal(model.predict(X.assign(empty=["u", "v"] * 40)), expected)
+    rebuilt = from_dict(json.loads(json.dumps(to_dict(model))))
+    np.testing.assert_array_equal(rebuilt.predict(filled), expected)
+
+
+def test_mbndt_types_text_and_category_columns_without_values_as_categorical():
+    """Whatever the training rows hold, a pandas string or category column of
+    text levels is categorical (an empty one used to be typed numeric, and
+    predict then rejected its levels as 'not a number')."""
+    from clarytree.mbndt._preprocess import infer_column_kinds
+
+    X = pd.DataFrame({
+        "num": [1.0, None, 3.0],
+        "none": pd.Series([None] * 3, dtype=object),
+        "string": pd.Series([None] * 3, dtype="string"),
+        "text_levels": pd.Categorical([None] * 3, categories=["u", "v"]),
+        "number_levels": pd.Categorical([None, 1.5, None], categories=[1.5, 2.5]),
+        "numbers": pd.Series([1, None, 2.5], dtype=object),
+        "text": pd.Series(["a", None, "b"], dtype=object),
+    })
+    assert infer_column_kinds(X) == ["num", "num", "cat", "cat", "num", "num", "cat"]

@@ -71,12 +71,18 @@ def _to_str_column(col):
     return out
 
 
+def _is_text_dtype(dtype):
+    # pandas' string dtypes ("string", and "str" of pandas >= 3): text only.
+    return type(dtype).__name__ == "StringDtype"
+
+
 def infer_column_kinds(X, estimator_name=None):
     """Return a list with ``"num"`` or ``"cat"`` for every column of ``X``.
 
     ``X`` is a 2-D numpy array (any dtype) or a pandas DataFrame.  Numeric dtypes
-    are numeric; object/string/category columns are numeric only when every
-    non-missing value is a real number.  A text column of a DataFrame whose
+    are numeric and pandas string columns categorical; an object column is
+    numeric only when every non-missing value is a real number, a category
+    column only when every one of its categories is.  A text column of a DataFrame whose
     values are (mostly) numbers written as text is categorical, with a warning
     (``warn_numeric_text``).
     """
@@ -89,8 +95,13 @@ def infer_column_kinds(X, estimator_name=None):
             _reject_non_real(kind, col.dtype, name)
             if kind in "iuf" or kind == "b":
                 kinds.append("num")
+            elif _is_text_dtype(col.dtype):
+                kinds.append("cat")     # text even where every value is missing
             else:
-                vals = col.to_numpy(dtype=object)
+                # A category column's declared levels decide, so that one
+                # whose training rows are all missing is not taken as numeric.
+                vals = (col.cat.categories.to_numpy(dtype=object) if kind == "O"
+                        and hasattr(col, "cat") else col.to_numpy(dtype=object))
                 kinds.append("num" if _column_is_numeric(vals) else "cat")
                 if kinds[-1] == "cat":
                     warn_numeric_text(col, name, estimator_name, _NUMERIC_TEXT_ADVICE.format(
