@@ -394,6 +394,35 @@ def warn_levels_spelled_otherwise(estimator_name, name, values, known, consequen
         consequence, f"To use the column, {remedy}.")
 
 
+def warn_levels_of_another_kind(estimator_name, name, values, known, fit_kind, now_kind,
+                                consequence, advice):
+    """Warn that a categorical column holds ``now_kind`` ("numbers" or
+    "text") where fit saw ``fit_kind`` levels, none equal even as numbers:
+    text levels given as codes 0, 1, ... (an encoding step applied to the
+    new rows only) lose the column as surely as a type mismatch does."""
+    shown = list(dict.fromkeys(values))
+    warnings.warn(
+        f"{estimator_name}: column {name} holds none of the levels seen in fit: fit saw "
+        f"{fit_kind} ({_first_three(known)}), this column holds {now_kind} "
+        f"({_first_three(shown)}), {consequence}. {advice}",
+        UserWarning, stacklevel=_user_stacklevel())
+
+
+def _first_three(values):
+    return ", ".join(map(repr, values[:3])) + (", ..." if len(values) > 3 else "")
+
+
+def reads_as_number(value):
+    """Whether ``value`` (a level, often text) reads as a number."""
+    if _is_bool(value):
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _level_key(value):
     """A level compared across types: as a number when it reads as one."""
     try:
@@ -735,13 +764,17 @@ class Preparation:
         names = getattr(estimator, "feature_names_in_", None)
         name = _column_name(names, j)
         fit_kind, now_kind = ("text", "numbers") if fit_text else ("numbers", "text")
-        warn_levels_matching_as_numbers(
-            type(estimator).__name__, name, sample, known,
-            f"fit saw {fit_kind}, this column holds {now_kind}",
-            "so every row takes the missing-value direction at its splits",
-            f"Pass it as {fit_kind}, as in fit" + (
-                f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
-                if names is not None else "."))
+        consequence = "so every row takes the missing-value direction at its splits"
+        if warn_levels_matching_as_numbers(
+                type(estimator).__name__, name, sample, known,
+                f"fit saw {fit_kind}, this column holds {now_kind}", consequence,
+                f"Pass it as {fit_kind}, as in fit" + (
+                    f" (e.g. X[{name}].astype({'str' if fit_text else 'float'}))."
+                    if names is not None else ".")):
+            return
+        warn_levels_of_another_kind(
+            type(estimator).__name__, name, sample, known, fit_kind, now_kind, consequence,
+            f"Pass the column as in fit (categories_[{j}] lists its levels).")
 
     def _warn_flags_of_another_type(self, estimator, j, sample, known):
         # A bool column whose values come as the text 'True'/'false' (a

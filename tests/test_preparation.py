@@ -514,6 +514,34 @@ def test_levels_given_as_another_type_at_predict_warn():
         model.predict(frame.iloc[:5])
 
 
+def test_levels_recoded_as_numbers_at_predict_warn():
+    """Text levels of fit given as codes 0, 1 (a label-encoding step applied
+    to the new rows only): no value equals a level even as a number, yet the
+    column is lost as surely; the warning names the column, the levels of fit
+    and the values, at the user's line.  New codes of a numeric categorical
+    column stay silent."""
+    rng = np.random.default_rng(4)
+    n = 200
+    frame = pd.DataFrame({"a": rng.normal(size=n), "b": rng.choice(["u", "v"], n)})
+    y = frame["a"] + 3.0 * (frame["b"] == "u")
+    model = CLARITreeRegressor(max_depth=2).fit(frame, y)
+    recoded = frame.assign(b=(frame["b"] == "u").astype(int))
+    with pytest.warns(UserWarning, match=r"column 'b' holds none of the levels seen in fit: "
+                      r"fit saw text \('u', 'v'\), this column holds numbers \((0, 1|1, 0)\), "
+                      r"so every row takes the missing-value direction .*categories_\[1\]"
+                      ) as record:
+        lost = model.predict(recoded)
+    assert len(record) == 1 and record[0].filename == __file__
+    np.testing.assert_array_equal(lost, model.predict(frame.assign(b=None)))
+    codes = CLARITreeRegressor(max_depth=2, categorical_features=["b"]).fit(recoded, y)
+    with pytest.warns(UserWarning, match=r"fit saw numbers \(0, 1\), this column holds text"):
+        codes.predict(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        codes.predict(recoded.assign(b=7))
+        model.predict(frame.assign(b="w"))
+
+
 def test_flags_given_as_text_at_predict_warn():
     """A bool column given as the text 'True'/'false' (a JSON or CSV source),
     or text flags of fit given as bools, misses every level: a warning says
@@ -641,3 +669,37 @@ def test_mbndt_levels_read_as_floats_at_predict_warn():
                                       model.predict(frame))
         model.predict(frame.assign(c="z"))
         model.predict(frame.assign(c=None))
+
+
+def test_mbndt_text_levels_recoded_as_numbers_at_predict_warn():
+    """MBNDT's text levels given as codes 0, 1, 2 match none of them, even as
+    numbers: the warning of the CLARITree family, for the model and its JSON
+    round trip; new text levels stay silent."""
+    pytest.importorskip("torch")
+
+    from clarytree import from_dict, to_dict
+    from clarytree.mbndt import MBNDTRegressor
+
+    rng = np.random.default_rng(7)
+    n = 300
+    levels = np.array(["Red", "Blue", "Green"])
+    codes = rng.integers(0, 3, n)
+    frame = pd.DataFrame({"a": rng.normal(size=n), "c": levels[codes]})
+    y = 3.0 * (codes == 0) + 0.1 * frame["a"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = MBNDTRegressor(max_depth=1, max_epochs=30, n_restarts=1,
+                               random_state=0).fit(frame, y)
+    assert 1 in model.tree_.feature[np.asarray(model.tree_.is_categorical, dtype=bool)]
+    for fitted in (model, from_dict(to_dict(model))):
+        with pytest.warns(UserWarning, match=r"MBNDTRegressor: column 'c' holds none of the "
+                          r"levels seen in fit: fit saw text \('Blue', .*\), this column "
+                          r"holds numbers \('\d', '\d', '\d'\), so every row takes the unseen "
+                          r"levels' branch at its splits\. Pass the column as fit saw it\.$"
+                          ) as rec:
+            fitted.predict(frame.assign(c=codes))
+        assert rec[0].filename == __file__
+        assert len(rec) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.predict(frame.assign(c="Purple"))

@@ -22,8 +22,10 @@ from .._frames import as_pandas
 from .._preparation import (
     _column_name,
     _infinity_error,
+    reads_as_number,
     validate_sample_weight,
     warn_levels_matching_as_numbers,
+    warn_levels_of_another_kind,
     warn_levels_spelled_otherwise,
 )
 from .._sklearn_compat import Interval, StrOptions, validate_params
@@ -212,13 +214,22 @@ class _BaseMBNDT(BaseEstimator):
                     "so every row takes the unseen levels' branch at its splits",
                     "spell its values as fit saw them"):
                 continue
-            warn_levels_matching_as_numbers(
-                type(self).__name__, name, sample, sorted(known),
-                "its values equal levels of fit only as numbers",
-                "so every row takes the unseen levels' branch at its splits",
-                "Pass the levels as fit saw them (integer codes read as floats: "
-                + (f"X[{name}].astype('Int64').astype(str)" if names is not None
-                   else "as integers") + ").")
+            consequence = "so every row takes the unseen levels' branch at its splits"
+            if warn_levels_matching_as_numbers(
+                    type(self).__name__, name, sample, sorted(known),
+                    "its values equal levels of fit only as numbers", consequence,
+                    "Pass the levels as fit saw them (integer codes read as floats: "
+                    + (f"X[{name}].astype('Int64').astype(str)" if names is not None
+                       else "as integers") + ")."):
+                continue
+            # Levels compare as text here, so text levels given as codes 0, 1,
+            # ... show only as values that all read as numbers where no level
+            # of fit does.  (Text after levels that read as numbers may be
+            # new levels: fit's '1' may have been text.)
+            if all(map(reads_as_number, sample)) and not any(map(reads_as_number, known)):
+                warn_levels_of_another_kind(
+                    type(self).__name__, name, sample, sorted(known), "text", "numbers",
+                    consequence, "Pass the column as fit saw it.")
 
     # ----------------------------------------------------------------- fit
     def _fit(self, X, y_task, task, n_outputs, leaf_value, target_type, y_encode,
