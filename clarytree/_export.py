@@ -430,6 +430,13 @@ def _display_names(names):
 
 
 def _level_text(level):
+    """A level as the printed and drawn trees show it: bare, unless bare it
+    would read as something else (the empty text as an empty set, spaces at
+    its ends unseen, a comma or brace as the set's own punctuation); such a
+    level is quoted as Python writes it."""
+    if isinstance(level, str) and (level != level.strip() or any(c in level for c in ",{}")
+                                   or level == ""):
+        return _display(repr(level))
     return _display(level)
 
 

@@ -686,3 +686,26 @@ def test_mbndt_types_text_and_category_columns_without_values_as_categorical():
         "text": pd.Series(["a", None, "b"], dtype=object),
     })
     assert infer_column_kinds(X) == ["num", "num", "cat", "cat", "num", "num", "cat"]
+
+
+def test_levels_that_would_misread_are_quoted_in_printed_rules():
+    """The empty text printed bare read as an empty set ('x in {}'), 'a, b'
+    as two levels and 'red ' as 'red': such levels are quoted as Python
+    writes them, in export_text, leaf_table and the drawn tree; plain
+    levels stay bare."""
+    rng = np.random.default_rng(2)
+    n = 400
+    level = rng.choice(["", "a, b", "red ", "plain"], size=n)
+    X = pd.DataFrame({"c": level, "x": rng.normal(size=n)})
+    y = (np.select([level == "", level == "a, b", level == "red "], [3.0, -2.0, 1.0], 0.0)
+         + 0.5 * X["x"] + 0.01 * rng.normal(size=n))
+    model = CholeskyTreeRegressor(max_depth=3, leaf_model="constant").fit(X, y)
+    shown = {"''", "'a, b'", "'red '", "plain"}
+    text = export_text(model)
+    sets = re.findall(r"c in \{([^}]*)\}", text)
+    assert sets
+    members = {m for s in sets for m in re.findall(r"'[^']*'|[^,' ][^,]*", s)}
+    assert members <= shown and "''" in members
+    rules = " ".join(leaf_table(model)["rule"])
+    assert "{}" not in rules and "''" in rules
+    assert "''" in export_graphviz(model)

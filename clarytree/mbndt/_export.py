@@ -15,6 +15,7 @@ from .._export import (
     TreeFamily,
     _display,
     _json_value,
+    _level_text,
     _num,
     _rounded,
     _threshold_text,
@@ -49,7 +50,7 @@ def _branch_tests(tree, node, exact_thresholds=False):
         missing_listed = any(v == MISSING for v in values)
         tests = []
         for k in range(len(kids)):
-            members = [MISSING_LEVEL if v == MISSING else _display(v)
+            members = [MISSING_LEVEL if v == MISSING else _level_text(v)
                        for v, p in zip(values, positions, strict=True) if p == k]
             if k == tree.default_child[node]:
                 members.append(OTHER_LEVELS)
