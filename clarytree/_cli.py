@@ -562,7 +562,9 @@ def _fit_categorical(model, X, y, sample_weight=None):
             f"categorical column {exc.column} has {exc.n_levels} levels, more than the "
             f"{MAX_CATEGORIES} supported; pass --min-category-weight W to merge the levels "
             f"with less than W training rows, and those beyond the {MAX_CATEGORIES - 1} "
-            "most frequent, into one '<other>' level (W = 0: only those beyond)") from None
+            "most frequent, into one '<other>' level (W = 0: only those beyond)"
+            + (". " + exc.hint.format(drop=f"pass --drop {exc.column}")
+               if exc.hint else "")) from None
 
 
 def _fit_cv(args, params, X_train, X_test, y_train, y_test, weights=(None, None)):

@@ -556,17 +556,59 @@ class TooManyLevelsError(ValueError):
     """A categorical column with more levels than a split can hold, none merged.
 
     ``column`` is the column's name as messages write it, ``n_levels`` its
-    count (the command line words its own advice from them).
+    count and ``hint`` what the column looks like instead, with a ``{drop}``
+    field (see :func:`too_many_levels_hint`); the command line words its own
+    advice from them.
     """
 
-    def __init__(self, column, n_levels, message):
-        super().__init__(message)
+    def __init__(self, column, n_levels, message, hint=""):
+        super().__init__(message + (". " + hint.format(drop="leave the column out of X")
+                                    if hint else ""))
         self.column = column
         self.n_levels = n_levels
+        self.hint = hint
 
     def __reduce__(self):
         # Picklable (a CV task in another process raises it to the caller).
-        return type(self), (self.column, self.n_levels, str(self))
+        return _rebuild_too_many_levels, (self.column, self.n_levels, str(self), self.hint)
+
+
+def _rebuild_too_many_levels(column, n_levels, text, hint):
+    error = TooManyLevelsError(column, n_levels, text)
+    error.hint = hint
+    return error
+
+
+def too_many_levels_hint(levels, n_rows):
+    """What a column with too many levels more likely is, as advice, or "".
+
+    Merging rare levels is the wrong remedy for a column of dates or times
+    (a number in disguise) or of identifiers (one level per row): say so.
+    The advice has a ``{drop}`` field for the caller's way of dropping a
+    column (``str.format``).
+    """
+    import pandas as pd
+
+    sample = [v for v in levels[:200] if isinstance(v, str)]
+    if len(sample) < 0.9 * min(len(levels), 200):
+        return ""
+    if sum(map(reads_as_number, sample)) >= 0.9 * len(sample):
+        return ("Its values are numbers stored as text: convert them to numbers "
+                "(e.g. pd.to_numeric(..., errors='coerce')) to split on them as such, or "
+                "{drop}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # pandas' format-inference notices
+        try:
+            dates = pd.to_datetime(pd.Series(sample), errors="coerce", format="mixed")
+        except (ValueError, TypeError, OverflowError):  # pragma: no cover
+            dates = pd.Series([pd.NaT])
+    if dates.notna().mean() >= 0.9:
+        return ("Its values look like dates or times: convert them to numbers (e.g. days "
+                "since a date, or the month) or {drop}")
+    if len(levels) >= 0.9 * n_rows:
+        return ("Almost every row has its own level (an identifier?): {drop}, as it "
+                "cannot generalize")
+    return ""
 
 
 class PreparedData:
@@ -851,7 +893,8 @@ class Preparation:
                     f"categorical column {_column_name(names, j)} has {len(levels)} levels, "
                     f"more than the {MAX_CATEGORIES} supported; set min_category_weight "
                     f"to merge rare levels into one '<other>' level (0 merges only those "
-                    f"beyond the {MAX_CATEGORIES - 1} heaviest)")
+                    f"beyond the {MAX_CATEGORIES - 1} heaviest)",
+                    too_many_levels_hint(levels, int(present.sum())))
             merged = np.zeros(len(levels), dtype=bool)
         else:
             merged = level_weight < m

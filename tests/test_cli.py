@@ -585,6 +585,11 @@ def test_min_category_weight_merges_many_levels(tmp_path):
         assert_usage_error(run("fit", path, "--target", "target", *extra),
                            "'zone' has", "levels, more than the 256 supported",
                            "pass --min-category-weight W")
+    # An identifier column: the advice is to drop it, in the command's words.
+    frame.assign(row=[f"r{i:05d}" for i in range(code.size)]).to_csv(path, index=False)
+    assert_usage_error(run("fit", path, "--target", "target", "--drop", "zone"),
+                       "'row' has", "an identifier?", "pass --drop 'row'")
+    frame.to_csv(path, index=False)
     model = tmp_path / "model.joblib"
     result = run("fit", path, "--target", "target", "--max-depth", 2, "--test-size", 0,
                  "--min-category-weight", 10, "--out", model, "-q")

@@ -1,5 +1,6 @@
 """The preparation room: roles, encoding, weights, pools and bins."""
 
+import pickle
 import re
 import warnings
 
@@ -15,6 +16,7 @@ from clarytree._preparation import (
     OTHER,
     PLAIN,
     Preparation,
+    TooManyLevelsError,
     _column_moments,
 )
 from clarytree._thresholds import threshold_pool
@@ -234,6 +236,33 @@ def test_level_cap_and_merging():
     prep, data, est = prepare(X, y, min_category_weight=0)
     assert len(prep.categories_[0]) == 256 and prep.categories_[0][-1] == OTHER
     assert data.X[:, 0].max() == 255
+
+
+@pytest.mark.parametrize("column, hint", [
+    (pd.date_range("2021-01-01", periods=400, freq="D").astype(str),
+     r"\. Its values look like dates or times: convert them to numbers .* or leave the "
+     r"column out of X$"),
+    ([f"id{i:04d}" for i in range(400)],
+     r"\. Almost every row has its own level \(an identifier\?\): leave the column out "
+     r"of X, as it cannot generalize$"),
+    ([f"{v:.3f}" for v in np.linspace(0, 1, 400)],
+     r"\. Its values are numbers stored as text: convert them to numbers"),
+    ([f"l{i % 300:03d}" for i in range(400)], r"heaviest\)$"),
+])
+def test_too_many_levels_says_what_the_column_looks_like(column, hint):
+    """Merging rare levels is the wrong advice for dates, identifiers and
+    numbers stored as text: the error says what the column looks like (a
+    column of ordinary levels gets no hint); the error survives pickling (a
+    CV task in another process raises it)."""
+    X = pd.DataFrame({"c": column, "x": np.arange(400.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # (the numbers-as-text warning)
+        with pytest.raises(TooManyLevelsError, match="'c' has .* levels.*" + hint) as info:
+            CLARITreeRegressor().fit(X, np.arange(400.0))
+    again = pickle.loads(pickle.dumps(info.value))
+    assert type(again) is TooManyLevelsError and str(again) == str(info.value)
+    assert (again.column, again.n_levels, again.hint) == (
+        info.value.column, info.value.n_levels, info.value.hint)
 
 
 @pytest.mark.parametrize("make, match", [
