@@ -940,7 +940,9 @@ cdef class TreeBuilder:
         cdef ChildCache* cache = NULL
         cdef Py_ssize_t d = depth + 1, n_stats = self.ctx.n_stats, h = self.ctx.hist_size
         cdef Py_ssize_t moved = -1, k, n_missing = 0
-        cdef bint plain = not self.splitter.categorical[feature]
+        # A wide categorical split's set depends on the node's level order,
+        # which changes with its rows: not carried.
+        cdef bint plain = not self.splitter.wide[feature]
         cdef double sign = 1.0 if side == 0 else -1.0
         ws.child_cache_clock += 1
         # The way holding this split, else the least recently used one.

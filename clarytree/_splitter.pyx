@@ -386,6 +386,15 @@ cdef int _cmp_position(const void* a, const void* b) noexcept nogil:
     return -1 if pa < pb else (1 if pa > pb else 0)
 
 
+cdef inline bint _sends_left(Py_ssize_t b, Py_ssize_t upto, Py_ssize_t missing_bin,
+                             bint level_set) noexcept nogil:
+    # Whether bin b goes left: in the bit mask ``upto`` (a level set), else
+    # at most ``upto`` or the missing bin (-1: none).
+    if level_set:
+        return (upto >> b) & 1
+    return b <= upto or b == missing_bin
+
+
 cdef class Splitter:
     """Finds splits of a node and partitions its rows.
 
@@ -1173,11 +1182,11 @@ cdef class Splitter:
                                   unsigned long long* keys) noexcept nogil:
         """Add (``sign`` 1) or remove (-1) the rows that split ``(feature, upto)`` sends left.
 
-        For a numeric feature (no level sets): bin <= ``upto``, and with
-        ``MISSING_LEFT`` in ``upto`` the missing bin too (as ``partition``);
-        the other rows are passed over.  Search sums: grouped (see
-        ``_add_stats_gram``) when enough rows move, else row by row.
-        Uses ``w.tmp``.
+        For a numeric feature: bin <= ``upto``, and with ``MISSING_LEFT`` in
+        ``upto`` the missing bin too; for a categorical one that is not wide:
+        the bins of the bit mask ``upto`` (as ``partition``).  The other rows
+        are passed over.  Search sums: grouped (see ``_add_stats_gram``) when
+        enough rows move, else row by row.  Uses ``w.tmp``.
         """
         cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist, off, b
         cdef Py_ssize_t nf = self.n_features, missing_bin = -1
@@ -1186,6 +1195,7 @@ cdef class Splitter:
         cdef unsigned long long key
         cdef int* moving = w.tmp
         cdef Py_ssize_t n_moving = 0
+        cdef bint level_set = self.categorical[feature]
         if self.missing[feature] and upto & MISSING_LEFT_BIT:
             upto = upto & ~(<Py_ssize_t>MISSING_LEFT_BIT)
             missing_bin = self.n_bins[feature] - 1
@@ -1193,7 +1203,7 @@ cdef class Splitter:
             # Enough rows for the grouped search sums: those that go left.
             for i in range(n_rows):
                 b = self.bin(rows[i], feature)
-                if b <= upto or b == missing_bin:
+                if _sends_left(b, upto, missing_bin, level_set):
                     moving[n_moving] = rows[i]
                     n_moving += 1
             if n_moving >= self.gram_min_rows:
@@ -1202,7 +1212,7 @@ cdef class Splitter:
         for i in range(n_rows):
             row = rows[i]
             b = self.bin(row, feature)
-            if b > upto and b != missing_bin:
+            if not _sends_left(b, upto, missing_bin, level_set):
                 continue
             memset(u, 0, n_stats * sizeof(double))
             packed_add_outer(u, w.crit.W + row * w.crit.q, sign, w.crit.q)

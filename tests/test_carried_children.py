@@ -139,3 +139,46 @@ def test_the_path_carries_as_a_single_fit_does_for_costs_that_agree():
     for fit in fits:
         np.testing.assert_array_equal(fit.tree_.feature, single.tree_.feature)
         np.testing.assert_array_equal(fit.tree_.threshold, single.tree_.threshold)
+
+
+@pytest.mark.parametrize(("depth", "lookahead", "n_wide_levels"),
+                         [(3, 1, 0), (4, 1, 0), (4, 2, 0), (4, 1, 90)])
+def test_carried_children_with_level_set_splits(depth, lookahead, n_wide_levels):
+    """Completion splits on categorical features (level sets as bit masks)
+    are carried too (a wide feature's sets follow the node's level order, so
+    its splits are summed afresh).  The target depends on the categorical
+    columns only, so nearly every completion splits on them, while the
+    candidates sweep a numeric column's thresholds.  Same bits as fresh
+    sums."""
+    import pandas as pd
+
+    from clarytree import CLARITreeRegressor
+    from clarytree._preparation import Preparation
+
+    rng = np.random.default_rng(8)
+    n = 1500
+    codes = rng.integers(0, 6, size=(n, 3))
+    X = pd.DataFrame({f"c{j}": np.array(list("abcdef"))[codes[:, j]] for j in range(3)})
+    X["noise"] = rng.normal(size=n)
+    effect = rng.normal(size=(3, 6))
+    y = sum(effect[j, codes[:, j]] * (1 + j * (codes[:, 0] > 2)) for j in range(3))
+    y = y + 0.3 * rng.normal(size=n)
+    if n_wide_levels:
+        X["wide"] = [f"w{v:02d}" for v in rng.integers(0, n_wide_levels, n)]
+    prep = Preparation(n_thresholds=10)
+    data = prep.fit(CLARITreeRegressor(), X, y)
+    results = []
+    for carry in (True, False):
+        crit = RidgeCriterion(data.W, data.ridge)
+        splitter = Splitter(data.bins, data.order.copy(), data.n_bins, 5, crit,
+                            categorical=prep.split_categorical())
+        ctx = BuildContext(splitter, crit, depth, 1e-4 * data.tss, 5, None, None, 1,
+                           carry_children=carry)
+        objective, nodes = _assemble_builder(ctx, lookahead, depth).build()
+        results.append((objective, nodes, ctx.counters()))
+    (obj_on, nodes_on, on), (obj_off, nodes_off, off) = results
+    assert obj_on == obj_off
+    for name in nodes_on:
+        np.testing.assert_array_equal(nodes_on[name], nodes_off[name], err_msg=name)
+    assert on["n_carried_children"] > 0 and off["n_carried_children"] == 0
+    assert on["n_evaluations"] == off["n_evaluations"]
