@@ -238,6 +238,26 @@ def _csv_dialect(path, encoding=None, size=1 << 16):
     return options
 
 
+def _not_numeric_target_advice(y, target, path):
+    """What a target that is not numeric more likely is: classes, or
+    numbers with a few stray entries."""
+    import pandas as pd
+
+    present = y[y.notna()]
+    numbers = pd.to_numeric(present.astype(object), errors="coerce")
+    if present.shape[0] and numbers.notna().mean() >= 0.9 \
+            and not pd.api.types.is_bool_dtype(y):
+        stray = pd.unique(present[numbers.isna()].astype(str))
+        return (f": it holds numbers and some text ({_list(stray, 5)}); fix or remove "
+                "those rows")
+    classes = pd.unique(present.astype(str))
+    if 2 <= len(classes) <= 20:
+        return (f" (its values are classes: {_list(sorted(classes), 5)}); fit trees are "
+                "regression trees, so for classification use 'clarytree mbndt "
+                f"{shlex.quote(str(path))} --target {shlex.quote(str(target))}'")
+    return ""
+
+
 def _split_target(frame, target, path):
     """Return (X DataFrame, y array) with clear errors for bad columns."""
     import pandas as pd
@@ -247,7 +267,8 @@ def _split_target(frame, target, path):
             f"column {target!r} not found in {path}; columns: {_list(frame.columns)}")
     y = frame[target]
     if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
-        raise UsageError(f"target column {target!r} is not numeric")
+        raise UsageError(f"target column {target!r} is not numeric"
+                         + _not_numeric_target_advice(y, target, path))
     y = y.to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(y)):
         bad = int(np.sum(~np.isfinite(y)))

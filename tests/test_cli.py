@@ -212,12 +212,15 @@ def bad_files(tmp_path_factory):
     text_target = folder / "text_target.csv"
     pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": ["u", "v", "w", "x"]}).to_csv(
         text_target, index=False)
+    stray_target = folder / "stray_target.csv"
+    pd.DataFrame({"a": np.arange(30.0), "y": [str(v) for v in range(28)] + ["?", "unknown"]}
+                 ).to_csv(stray_target, index=False)
     missing_target = folder / "missing_target.csv"
     pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [1.0, None, 3.0, 4.0]}).to_csv(
         missing_target, index=False)
     not_a_model = folder / "model.joblib"
     not_a_model.write_text("this is not a pickle")
-    return {"text_target": text_target,
+    return {"text_target": text_target, "stray_target": stray_target,
             "missing_target": missing_target, "not_a_model": not_a_model}
 
 
@@ -226,7 +229,12 @@ def bad_files(tmp_path_factory):
     [
         (("fit", "{tmp}/nope.csv", "--target", "y"), ["file not found", "nope.csv"]),
         (("fit", "{data}", "--target", "nope"), ["column 'nope' not found", "a, b, c"]),
-        (("fit", "{text_target}", "--target", "y"), ["target column 'y' is not numeric"]),
+        (("fit", "{text_target}", "--target", "y"),
+         ["target column 'y' is not numeric", "classes: u, v, w, x", "clarytree mbndt",
+          "text_target.csv --target y"]),
+        (("fit", "{stray_target}", "--target", "y"),
+         ["target column 'y' is not numeric: it holds numbers and some text (?, unknown)",
+          "fix or remove those rows"]),
         (("fit", "{data}", "--target", "target", "--categorical", "a,zz"),
          ["--categorical", "zz"]),
         (("fit", "{missing_target}", "--target", "y"), ["missing or infinite"]),
