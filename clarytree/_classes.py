@@ -787,7 +787,14 @@ class CholeskyTreeRegressor(_BaseLinearTree):
     the completion routine inside CLARITree.
 """
         + _SEMANTICS
-        + _PARAMS_DOC.format(lookahead="")
+        + _PARAMS_DOC.format(lookahead="""    n_jobs : int or None, default=None
+        Threads for the per-column preparation of a fit (threshold pools,
+        bins and row orders: numpy work that releases the GIL, most of a
+        greedy fit on many rows); the greedy search itself runs on one
+        thread.  None means 1, -1 all cores (joblib's count).  The tree is
+        the same bits for every ``n_jobs``: each column is prepared on its
+        own.
+""")
         + """
     See Also
     --------
@@ -795,12 +802,18 @@ class CholeskyTreeRegressor(_BaseLinearTree):
     """
     )
 
-    def __init__(self, *, max_depth=4, leaf_model="linear", leaf_penalty=1e-3,
+    _parameter_constraints: dict = {
+        **_BaseLinearTree._parameter_constraints,
+        "n_jobs": [Integral, None],
+    }
+
+    def __init__(self, *, max_depth=4, n_jobs=None, leaf_model="linear", leaf_penalty=1e-3,
                  ridge_alpha=1e-5, n_thresholds=20, threshold_strategy="quantile",
                  min_samples_leaf="auto", regression_features="auto",
                  categorical_features="from_dtype", min_category_weight=None,
                  extrapolation="none", verbose=0):
         self.max_depth = max_depth
+        self.n_jobs = n_jobs
         self.leaf_model = leaf_model
         self.leaf_penalty = leaf_penalty
         self.ridge_alpha = ridge_alpha

@@ -557,7 +557,7 @@ def _cmd_fit(args):
     if args.cv is not None:
         return _fit_cv(args, params, X_train, X_test, y_train, y_test, (w_train, w_test))
     if args.lookahead_depth == 0:
-        model = CholeskyTreeRegressor(**params)
+        model = CholeskyTreeRegressor(n_jobs=args.n_jobs, **params)
     else:
         model = CLARITreeRegressor(lookahead_depth=args.lookahead_depth,
                                    n_jobs=args.n_jobs, **params)
@@ -953,8 +953,8 @@ def build_parser():
     fit.add_argument("--n-jobs", type=_checked(int, lambda v: v == -1 or v >= 1,
                                                "a positive integer or -1"),
                      default=None, help="with --cv: parallel CV tasks; otherwise threads "
-                     "of the lookahead search (-1: all cores; the tree does not depend on "
-                     "it)")
+                     "of the fit (the lookahead search and the per-column preparation; "
+                     "-1: all cores; the tree does not depend on it)")
     fit.add_argument("--test-size", type=_test_size, default=0.2,
                      help="held-out fraction for the test R2 (0 to train on all rows)")
     fit.add_argument("--random-state", type=_non_negative_int, default=0,

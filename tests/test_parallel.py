@@ -124,3 +124,31 @@ def test_results_do_not_depend_on_the_blas_thread_count():
             model = CLARITreeRegressor(max_depth=2, n_thresholds=8).fit(X, y, w)
         results.append((model.objective_, model.tree_.node_objective.tolist()))
     assert results[0] == results[1]
+
+
+def test_greedy_tree_prepares_columns_on_n_jobs_threads(data):
+    """CholeskyTreeRegressor's n_jobs: the per-column preparation (pools,
+    bins, orders) runs on that many threads; the tree is the same bits, on
+    numeric and on mixed tables; bad values are errors."""
+    import pandas as pd
+
+    from clarytree import CholeskyTreeRegressor
+
+    X, y = data
+    rng = np.random.default_rng(3)
+    mixed = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    mixed["x0"] = mixed["x0"].mask(rng.random(len(mixed)) < 0.1)
+    mixed["color"] = rng.choice(["red", "green", "blue"], size=len(mixed))
+    for table in (X, mixed):
+        ref = CholeskyTreeRegressor(max_depth=3).fit(table, y)
+        for n_jobs in (2, -1):
+            model = CholeskyTreeRegressor(max_depth=3, n_jobs=n_jobs).fit(table, y)
+            assert model._preparation._n_workers >= 2 or n_jobs == -1
+            assert model.objective_ == ref.objective_
+            for name in ("feature", "threshold", "children_left", "node_objective",
+                         "intercept", "coef"):
+                np.testing.assert_array_equal(getattr(model.tree_, name),
+                                              getattr(ref.tree_, name), err_msg=name)
+    assert CholeskyTreeRegressor(n_jobs=2).get_params()["n_jobs"] == 2
+    with pytest.raises(ValueError, match="n_jobs"):
+        CholeskyTreeRegressor(n_jobs="two").fit(X, y)
