@@ -905,6 +905,9 @@ class Preparation:
                 heavy = kept[np.argsort(-level_weight[kept], kind="stable")[:limit]]
                 merged = np.ones(len(levels), dtype=bool)
                 merged[heavy] = False
+            if len(levels) > 1 and merged.all():
+                self._warn_all_levels_merged(estimator, _column_name(names, j), levels,
+                                             int(present.sum()), not present.all())
         kept_levels = [v for v, mg in zip(levels, merged, strict=True) if not mg]
         merged_levels = [v for v, mg in zip(levels, merged, strict=True) if mg]
         self.categories_[j] = np.array(kept_levels + ([OTHER] if merged_levels else []),
@@ -918,6 +921,18 @@ class Preparation:
         out = np.full(raw.shape[0], np.nan)
         out[present] = final[codes]
         return out
+
+    def _warn_all_levels_merged(self, estimator, name, levels, n_rows, has_missing):
+        # Every level under min_category_weight (an identifier, dates, a
+        # threshold set too high): the column collapses to one level.
+        hint = too_many_levels_hint(levels, n_rows).format(drop="leave the column out of X")
+        warnings.warn(
+            f"{type(estimator).__name__}: each of the {len(levels)} levels of categorical "
+            f"column {name} has less than min_category_weight={self.min_category_weight} "
+            "training weight, so all are merged into one '<other>' level and the column "
+            + ("only separates missing values from the others" if has_missing
+               else "cannot split") + (f". {hint}" if hint else ""),
+            UserWarning, stacklevel=_user_stacklevel())
 
     def _set_lookup(self, j):
         kept = list(self.categories_[j])

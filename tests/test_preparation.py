@@ -238,6 +238,30 @@ def test_level_cap_and_merging():
     assert data.X[:, 0].max() == 255
 
 
+def test_all_levels_merged_warns():
+    """min_category_weight above every level's weight (an identifier column)
+    merges the whole column into '<other>': a warning says so, with what
+    the column looks like; a column that keeps a level stays silent."""
+    rng = np.random.default_rng(6)
+    n = 300
+    X = pd.DataFrame({"id": [f"r{i:04d}" for i in range(n)], "x": rng.normal(size=n),
+                      "c": rng.choice(["a", "b"], size=n)})
+    y = X["x"].to_numpy()
+    with pytest.warns(UserWarning, match=r"each of the 300 levels of categorical column 'id' "
+                      r"has less than min_category_weight=5 training weight, so all are "
+                      r"merged into one '<other>' level and the column cannot split\. "
+                      r"Almost every row has its own level \(an identifier\?\)") as record:
+        model = CLARITreeRegressor(max_depth=2, min_category_weight=5).fit(X, y)
+    assert len(record) == 1 and record[0].filename == __file__
+    assert list(model.categories_[0]) == [OTHER]
+    X.loc[::7, "id"] = None
+    with pytest.warns(UserWarning, match="only separates missing values from the others"):
+        CLARITreeRegressor(max_depth=2, min_category_weight=5).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CLARITreeRegressor(max_depth=2, min_category_weight=5).fit(X.drop(columns="id"), y)
+
+
 @pytest.mark.parametrize("column, hint", [
     (pd.date_range("2021-01-01", periods=400, freq="D").astype(str),
      r"\. Its values look like dates or times: convert them to numbers .* or leave the "
