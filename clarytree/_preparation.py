@@ -276,7 +276,10 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
         return
     # Most text columns fail at once on their first values (a few
     # microseconds, where pandas' own parsing costs a millisecond a column).
-    if _head_numeric_share(column.to_numpy()[:HEAD_VALUES]) < NUMERIC_TEXT_SHARE:
+    # (The head only: converting a whole arrow string column to objects
+    # costs more than the check.)
+    if _head_numeric_share(np.asarray(column.array[:HEAD_VALUES], dtype=object)) \
+            < NUMERIC_TEXT_SHARE:
         return
     values = column[column.notna()]
     if values.shape[0] == 0:
@@ -481,7 +484,12 @@ def _factorize(values):
     except ImportError:  # pragma: no cover
         pd = None
     if pd is not None:
-        if not hasattr(values, "cat"):
+        # Typed columns (category, arrow string, bool, numeric codes)
+        # factorize fastest as their own arrays, several times faster than
+        # as objects; missing entries are -1 either way.
+        if isinstance(values, pd.Series) and values.dtype != object:
+            values = values.array
+        else:
             values = np.asarray(values, dtype=object)
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
         return np.asarray(codes, dtype=np.intp), list(uniques)
@@ -666,9 +674,10 @@ class Preparation:
                                  f"column indices, names or a boolean mask; got {spec!r}")
             if _is_frame(X):
                 mask[:] = [_dtype_is_categorical(dt) for dt in X.dtypes]
-                for j in np.flatnonzero(mask):
-                    warn_numeric_text(X.iloc[:, j], _column_name(feature_names, j),
-                                      estimator_name)
+                for j, (_, column) in enumerate(X.items()):
+                    if mask[j]:
+                        warn_numeric_text(column, _column_name(feature_names, j),
+                                          estimator_name)
             return mask
         mask[_resolve_columns(spec, "categorical_features", n_features, feature_names)] = True
         return mask
@@ -713,7 +722,7 @@ class Preparation:
             return X, None, y
         validate_data(estimator, X, reset=reset, skip_check_array=True)
         if _is_frame(X):
-            columns = [X.iloc[:, j] for j in range(X.shape[1])]
+            columns = [column for _, column in X.items()]   # (iloc per column is slower)
         else:
             X = check_array(X, dtype=None, ensure_all_finite=False)
             columns = [X[:, j] for j in range(X.shape[1])]

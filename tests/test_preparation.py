@@ -198,6 +198,45 @@ def test_numeric_codes_declared_categorical(spec):
     np.testing.assert_array_equal(prep.regression_features_, [0])
 
 
+
+@pytest.mark.parametrize("make", [
+    lambda v: pd.Series(v, dtype="string"),
+    lambda v: pd.Series(v, dtype="category"),
+    lambda v: pd.Series(v, dtype=pd.CategoricalDtype(["z", "c", "a", "b"])),
+    lambda v: pd.Series([None if s is None else s == "a" for s in v], dtype="boolean"),
+    lambda v: pd.Series([s == "a" for s in v]),
+    lambda v: pd.Series([None if s is None else float(ord(s) - 98) for s in v]),
+    lambda v: pd.Series([-0.0 if s == "b" else 0.0 if s == "c" else 1.5 for s in v]),
+    lambda v: pd.Series([-1 if s is None else ord(s) for s in v], dtype="Int64")
+    .replace(-1, pd.NA),
+], ids=["string", "category", "category-declared", "boolean", "bool", "float-nan",
+        "signed-zero", "Int64"])
+def test_typed_columns_give_the_levels_and_codes_of_their_objects(make):
+    # Typed columns are factorized as their own arrays (faster); as plain
+    # Python objects the same values must give the same levels and codes.
+    rng = np.random.default_rng(3)
+    values = list(rng.choice(np.array(["a", "b", "c", None], dtype=object), 300))
+    typed = make(values)
+    y = rng.normal(size=300)
+    as_objects = pd.Series(typed.astype(object).where(typed.notna(), None), dtype=object)
+    prep_t, data_t, _ = prepare(pd.DataFrame({"c": typed, "x": y}), y,
+                                categorical_features=[0])
+    if isinstance(typed.dtype, pd.CategoricalDtype):
+        # Levels in the dtype's order (those seen), codes their positions.
+        seen = set(typed.dropna())
+        levels = [c for c in typed.cat.categories if c in seen]
+        assert list(prep_t.categories_[0]) == levels
+        expected = typed.map({c: float(i) for i, c in enumerate(levels)}).astype(float)
+        np.testing.assert_array_equal(data_t.X[:, 0], expected.to_numpy())
+        return
+    prep_o, data_o, _ = prepare(pd.DataFrame({"c": as_objects, "x": y}), y,
+                                categorical_features=[0])
+    assert list(prep_t.categories_[0]) == list(prep_o.categories_[0])
+    assert [type(v) for v in prep_t.categories_[0]] == \
+        [type(v) for v in prep_o.categories_[0]]
+    np.testing.assert_array_equal(data_t.X[:, 0], data_o.X[:, 0])
+    assert np.isnan(data_t.X[:, 0]).sum() == typed.isna().sum()
+
 def test_explicit_categorical_features_reject_undeclared_text():
     X, y = mixed_frame()
     with pytest.raises(ValueError, match="'color' is not numeric"):
