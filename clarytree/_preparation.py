@@ -473,6 +473,10 @@ def _missing_mask(values):
                     dtype=bool)
 
 
+# Columns from this many rows look their levels up per distinct value
+# (factorized first); shorter ones value by value.
+FACTORIZE_MIN_ROWS = 512
+
 def _python_scalar(v):
     return v.item() if isinstance(v, np.generic) else v
 
@@ -865,7 +869,15 @@ class Preparation:
             raw = values.cat.codes.to_numpy()
             codes = (np.where(raw >= 0, cat_codes[np.maximum(raw, 0)], -1) if cat_codes.size
                      else np.full(raw.shape[0], -1, dtype=np.intp))
-        else:
+        elif len(values) >= FACTORIZE_MIN_ROWS:
+            # Look up each distinct value once: hashing every row as a
+            # Python object costs several times more on long columns.
+            raw, uniques = _factorize(values)
+            unique_codes = _lookup_codes(np.array(uniques + [None], dtype=object)[:-1],
+                                         known, codes_of_known)
+            codes = np.where(raw >= 0, unique_codes[raw], -1) if unique_codes.size \
+                else np.full(raw.shape[0], -1, dtype=np.intp)
+        else:       # a few rows (one-row predicts): factorizing costs more
             values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
                 else values
             codes = _lookup_codes(values, known, codes_of_known)

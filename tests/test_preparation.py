@@ -237,6 +237,45 @@ def test_typed_columns_give_the_levels_and_codes_of_their_objects(make):
     np.testing.assert_array_equal(data_t.X[:, 0], data_o.X[:, 0])
     assert np.isnan(data_t.X[:, 0]).sum() == typed.isna().sum()
 
+
+@pytest.mark.parametrize("kind", ["object", "string", "float-codes", "Int64", "bool"])
+def test_long_and_short_columns_encode_alike_at_predict(kind, monkeypatch):
+    # Long columns are factorized before their levels are looked up, short
+    # ones are looked up value by value: the codes must not depend on it.
+    import clarytree._preparation as preparation
+
+    rng = np.random.default_rng(5)
+    n = 400
+    if kind in ("object", "string"):
+        fit_values = rng.choice(np.array(["a", "b", "c", "d"], dtype=object), n)
+        new_values = rng.choice(np.array(["a", "c", "d", "zz", None, np.nan], dtype=object), n)
+        fit_col = pd.Series(fit_values, dtype=object if kind == "object" else "string")
+        new_col = pd.Series(new_values, dtype=object if kind == "object" else "string")
+    elif kind == "float-codes":
+        fit_col = pd.Series(rng.integers(0, 4, n).astype(float))
+        new_col = pd.Series(rng.choice([0.0, 2.0, 3.0, 7.0, np.nan, -0.0], n))
+    elif kind == "Int64":
+        fit_col = pd.Series(rng.integers(0, 4, n), dtype="Int64")
+        new_col = pd.Series(rng.choice([0, 1, 3, 9], n), dtype="Int64")
+        new_col[rng.random(n) < 0.2] = pd.NA
+    else:
+        fit_col = pd.Series(rng.random(n) < 0.5)
+        new_col = pd.Series(rng.random(n) < 0.3)
+    y = rng.normal(size=n)
+    X = pd.DataFrame({"c": fit_col, "x": y})
+    prep, _, est = prepare(X, y, categorical_features=[0])
+    new = pd.DataFrame({"c": new_col, "x": y})
+    monkeypatch.setattr(preparation, "FACTORIZE_MIN_ROWS", 0)
+    by_distinct = prep.transform(est, new)[:, 0]
+    monkeypatch.setattr(preparation, "FACTORIZE_MIN_ROWS", 10**9)
+    by_value = prep.transform(est, new)[:, 0]
+    np.testing.assert_array_equal(by_distinct, by_value)
+    # Both are the position among categories_, NaN for unseen or missing.
+    position = {v: float(i) for i, v in enumerate(prep.categories_[0])}
+    expected = [np.nan if pd.isna(v) else position.get(v, np.nan)
+                for v in new_col.astype(object)]
+    np.testing.assert_array_equal(by_value, expected)
+
 def test_explicit_categorical_features_reject_undeclared_text():
     X, y = mixed_frame()
     with pytest.raises(ValueError, match="'color' is not numeric"):
