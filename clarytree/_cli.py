@@ -343,10 +343,32 @@ def _categorical_columns(X, spec, path):
         raise UsageError(f"--categorical: column(s) not in {path}: {_list(unknown)}")
     for c in columns:
         if c not in named:
+            _reject_dates(X[c], c)
             _warn_numeric_text(X[c], c, f"to keep it categorical and silence this, pass "
                                         f"--categorical {shlex.quote(c)}")
     columns += [c for c in named if c not in columns]
     return [c for c in X.columns if c in columns]
+
+
+def _reject_dates(column, name, levels_option=True):
+    """A column of dates or times (a Parquet date or timestamp column) is
+    neither numbers nor levels: as levels each date would be its own and new
+    dates all unseen.  The estimators refuse them too."""
+    from ._preparation import holds_dates, is_period_dtype
+
+    dates = holds_dates(column.array) if column.dtype == object else None
+    if column.dtype.kind in "mM" or is_period_dtype(column.dtype):
+        what = f"has dtype {column.dtype}"
+    elif dates is not None:
+        what = f"holds {dates} objects"
+    else:
+        return
+    quoted = shlex.quote(name)
+    raise UsageError(f"column {name!r} {what}: dates and times are neither numbers nor "
+                     "levels; store them as numbers in the file (e.g. days since a date, or "
+                     "the month)" + (f", pass --drop {quoted}, or pass --categorical "
+                                     f"{quoted} to split on each date as a level"
+                                     if levels_option else f" or pass --drop {quoted}"))
 
 
 def _warn_numeric_text(column, name, keep):
@@ -648,6 +670,7 @@ def _cmd_mbndt(args):
     if X.shape[1] == 0:
         raise UsageError(f"{args.data} has no feature columns besides the target")
     for c in X.columns:
+        _reject_dates(X[c], c, levels_option=False)
         _warn_numeric_text(X[c], c, "to keep it categorical, leave it as it is")
     task = args.task
     if task == "auto":

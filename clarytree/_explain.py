@@ -545,8 +545,19 @@ def _py_clip(var, lo, hi):
             f"else {var})")
 
 
-def _py_set(values):
-    items = [repr(v.item() if isinstance(v, np.generic) else v) for v in values]
+def _py_set(values, name=None):
+    """A set literal of levels; ``name`` (the column) for the error on a level
+    that has no literal (an ``Interval`` of ``pd.cut``, a ``Period``), whose
+    ``repr`` would need an import and make the source fail to run."""
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    for v in values:
+        if not isinstance(v, (str, int, float)):
+            raise TypeError(
+                f"categorical column {name or '?'} has levels of type {type(v).__name__} "
+                f"(e.g. {v!r}), which the generated Python cannot write without an "
+                "import: only text, number and bool levels can be exported. Convert the "
+                "column before fit (e.g. to text with .astype(str))")
+    items = [repr(v) for v in values]
     return "{" + ", ".join(items) + "}" if items else "set()"
 
 
@@ -580,8 +591,8 @@ def binary_python(estimator, names, function_name, doc):
         if tree.is_categorical[node]:
             left_levels, right_levels = _split_levels(estimator, tree, node)
             # Unseen levels and missing values take the learned missing side.
-            test = (f"{var} not in {_py_set(right_levels)}" if mleft
-                    else f"{var} in {_py_set(left_levels)}")
+            test = (f"{var} not in {_py_set(right_levels, repr(names[f]))}" if mleft
+                    else f"{var} in {_py_set(left_levels, repr(names[f]))}")
         else:
             t = float(tree.threshold[node])
             if t == -np.inf:

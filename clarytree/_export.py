@@ -670,7 +670,8 @@ class _BinaryFamily(TreeFamily):
                                      for v in np.asarray(tree.threshold)]
         prep = getattr(estimator, "_preparation", None)
         if prep is not None:
-            data["preparation"] = prep.predict_state()
+            data["preparation"] = prep.predict_state(
+                getattr(estimator, "feature_names_in_", None))
         if hasattr(estimator, "min_samples_leaf_"):
             data["min_samples_leaf"] = _leaf_size(estimator.min_samples_leaf_)
         return data

@@ -25,6 +25,7 @@ here is needed by the core beyond plain arrays, and nothing in the core knows
 pandas or parameter names.
 """
 
+import datetime
 import numbers
 import os
 import sys
@@ -230,8 +231,44 @@ def _dtype_is_categorical(dtype):
     """pandas ``category``, ``object``, ``string`` and ``bool`` columns."""
     kind = getattr(dtype, "kind", None)
     name = str(dtype)
-    return (name == "category" or name.startswith("string") or name == "boolean"
-            or kind in ("O", "b", "U", "S"))
+    return not is_period_dtype(dtype) and (
+        name == "category" or name.startswith("string") or name == "boolean"
+        or kind in ("O", "b", "U", "S"))
+
+
+def is_period_dtype(dtype):
+    """pandas ``period[...]`` (its kind is ``O``, but its values are times)."""
+    return type(dtype).__name__ == "PeriodDtype"
+
+
+def dates_error(name, what, escape=" or declare it in categorical_features"):
+    """The error for a column of dates or times, which is neither numbers nor levels.
+
+    As levels every date would be its own category and new dates would all
+    be unseen; ``what`` says what the column is ("has dtype ..., which is
+    not numeric").
+    """
+    return ValueError(f"column {name} {what}; encode it as numbers (e.g. days since a "
+                      f"date, or the month){escape}")
+
+
+def holds_dates(column):
+    """What kind of dates an object column holds (``'date'``, ``'datetime'``,
+    ``'time'``, ``'period'``...), or None when its values are not all such.
+
+    The first values decide whether the whole column is looked at (in C),
+    so that a text column costs little.
+    """
+    import pandas as pd
+
+    head = np.asarray(column[:HEAD_VALUES], dtype=object)
+    head = head[~_missing_mask(head)]
+    if head.shape[0] == 0 or not all(
+            isinstance(v, (datetime.date, datetime.time, np.datetime64, pd.Period))
+            for v in head):
+        return None
+    kind = pd.api.types.infer_dtype(np.asarray(column, dtype=object), skipna=True)
+    return kind if kind in ("date", "datetime", "datetime64", "time", "period") else None
 
 
 def _not_numeric_message(values, name, fitting):
@@ -680,8 +717,12 @@ class Preparation:
                 mask[:] = [_dtype_is_categorical(dt) for dt in X.dtypes]
                 for j, (_, column) in enumerate(X.items()):
                     if mask[j]:
-                        warn_numeric_text(column, _column_name(feature_names, j),
-                                          estimator_name)
+                        name = _column_name(feature_names, j)
+                        if column.dtype == object and not hasattr(column, "cat"):
+                            kind = holds_dates(column.array)
+                            if kind is not None:
+                                raise dates_error(name, f"holds {kind} objects, not numbers")
+                        warn_numeric_text(column, name, estimator_name)
             return mask
         mask[_resolve_columns(spec, "categorical_features", n_features, feature_names)] = True
         return mask
@@ -706,11 +747,10 @@ class Preparation:
             # them into nanoseconds without a word.
             for j, dtype in enumerate(X.dtypes):
                 kind = getattr(dtype, "kind", None)
-                if kind in ("M", "m") and not self.is_categorical_[j]:
-                    raise ValueError(
-                        f"column {_column_name([str(c) for c in X.columns], j)} has dtype "
-                        f"{dtype}, which is not numeric; encode it as numbers (e.g. days "
-                        "since a date) or declare it in categorical_features")
+                if (kind in ("M", "m") or is_period_dtype(dtype)) \
+                        and not self.is_categorical_[j]:
+                    raise dates_error(_column_name([str(c) for c in X.columns], j),
+                                      f"has dtype {dtype}, which is not numeric")
                 if kind == "c":
                     raise complex_error(_column_name([str(c) for c in X.columns], j), dtype)
         if not self.is_categorical_.any():
@@ -1409,8 +1449,26 @@ class Preparation:
             return X_num
         return self._encode(estimator, columns)
 
-    def predict_state(self):
-        """What ``transform`` needs, as plain Python values (JSON-ready)."""
+    def predict_state(self, feature_names=None):
+        """What ``transform`` needs, as plain Python values (JSON-ready).
+
+        Raises a ``TypeError`` naming the column when a categorical column has
+        levels JSON cannot hold (anything but text, numbers and bools, e.g.
+        the ``Interval`` levels of ``pd.cut`` or ``Period`` levels).
+        """
+        for j, c in enumerate(self.categories_):
+            if c is None:
+                continue
+            for v in list(c) + list(self.merged_categories_[j]):
+                v = _python_scalar(v)
+                if not isinstance(v, (str, int, float)):
+                    raise TypeError(
+                        f"categorical column {_column_name(feature_names, j)} has levels of "
+                        f"type {type(v).__name__} (e.g. {v!r}), which JSON cannot hold: "
+                        "only text, number and bool levels can be written. Convert the "
+                        f"column before fit (e.g. X[{_column_name(feature_names, j)}]"
+                        ".astype(str)), or keep the model with pickle, which holds any "
+                        "level")
         return {
             "is_categorical": [bool(v) for v in self.is_categorical_],
             "categories": [None if c is None else

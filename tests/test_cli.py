@@ -1,5 +1,6 @@
 """End-to-end tests of the ``clarytree`` command line, run through subprocess."""
 
+import importlib.util
 import io
 import os
 import re
@@ -144,6 +145,29 @@ def test_fit_greedy_and_parquet(data_csv, tmp_path):
     assert "== CholeskyTreeRegressor ==" in result.stdout
     assert "test R2" not in result.stdout
 
+
+
+@pytest.mark.parametrize("column", ["date", "timestamp"])
+def test_parquet_dates_are_refused_with_the_ways_out(column, tmp_path):
+    # A Parquet date or timestamp column is neither numbers nor levels: the
+    # error names it and the options, and --categorical / --drop work.
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 50, 120), unit="D")
+    frame = pd.DataFrame({"when": days.date if column == "date" else days,
+                          "x": rng.normal(size=120), "y": rng.normal(size=120)})
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    result = run("fit", path, "--target", "y", "--max-depth", 1)
+    assert_usage_error(result, "column 'when'", "pass --drop when",
+                       "--categorical when to split on each date as a level")
+    for extra in (("--categorical", "when"), ("--drop", "when")):
+        result = run("fit", path, "--target", "y", "--max-depth", 1, *extra)
+        assert result.returncode == 0, result.stderr
+    if importlib.util.find_spec("torch") is not None:
+        result = run("mbndt", path, "--target", "y", "--max-epochs", 1)
+        assert_usage_error(result, "column 'when'", "or pass --drop when")
+        assert "--categorical" not in result.stderr
 
 def test_parquet_without_an_engine_is_one_line(tmp_path):
     # Neither pyarrow nor fastparquet importable (stubs that fail first on

@@ -237,6 +237,37 @@ def test_unfitted_and_foreign_estimators():
         export_text(lr)
 
 
+
+def test_levels_without_a_literal_are_refused_by_json_and_python_exports():
+    # pd.cut's Interval levels: JSON cannot hold them and the generated
+    # Python could not name them; both say so instead of writing something
+    # that fails later.  Pickle and SQL (levels as text) keep working.
+    import pickle
+
+    from clarytree import export_python, export_sql
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=300)
+    X = pd.DataFrame({"band": pd.cut(x, 4)})
+    est = CholeskyTreeRegressor(max_depth=2).fit(X, x ** 2)
+    assert est.tree_.is_categorical[0]
+    with pytest.raises(TypeError, match="column 'band' has levels of type Interval"):
+        to_dict(est)
+    with pytest.raises(TypeError, match="column 'band' has levels of type Interval"):
+        export_python(est)
+    assert "IN (" in export_sql(est)
+    clone = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(clone.predict(X), est.predict(X))
+    # As text the same column exports and round-trips.
+    text = X.assign(band=X["band"].astype(str))
+    est = CholeskyTreeRegressor(max_depth=2).fit(text, x ** 2)
+    clone = from_dict(json.loads(json.dumps(to_dict(est))))
+    np.testing.assert_array_equal(clone.predict(text), est.predict(text))
+    namespace = {}
+    exec(export_python(est), namespace)
+    generated = [namespace["predict"]([band]) for band in text["band"]]
+    np.testing.assert_allclose(generated, est.predict(text), rtol=1e-12)
+
 def test_dict_json_round_trip(model, data):
     X, _ = data
     payload = json.dumps(to_dict(model))

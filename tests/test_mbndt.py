@@ -435,6 +435,25 @@ def test_dates_are_rejected_with_the_column_name(Est):
         Est(**FAST).fit(np.array(["2020-01-01"] * 40, dtype="datetime64[D]")[:, None], y)
 
 
+
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_periods_and_object_dates_are_rejected_as_datetimes_are(Est):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    days = pd.date_range("2020", periods=40)
+    X = pd.DataFrame({"a": rng.normal(size=40), "when": pd.PeriodIndex(days, freq="D")})
+    y = (X["a"] > 0).astype(int)
+    with pytest.raises(ValueError, match="column 'when' has dtype period"):
+        Est(**FAST).fit(X, y)
+    X["when"] = pd.Series(list(days.date), dtype=object)
+    with pytest.raises(ValueError, match="column 'when' holds date objects"):
+        Est(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match=r"column x\[1\] holds date objects"):
+        Est(**FAST).fit(X.to_numpy(dtype=object), y)
+    # As a category column the dates are levels, as the message says.
+    Est(**FAST).fit(X.assign(when=X["when"].astype("category")), y)
+
 def test_single_class_is_rejected():
     X = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(ValueError, match="two classes"):

@@ -478,6 +478,35 @@ def test_datetime_column_is_a_clear_error(with_text):
     assert est.is_categorical_[1] and est.is_categorical_[2]
 
 
+
+@pytest.mark.parametrize("make, what", [
+    (lambda days: pd.Series(pd.PeriodIndex(days, freq="D")), "has dtype period"),
+    (lambda days: pd.Series(list(days.date), dtype=object), "holds date objects"),
+    (lambda days: pd.Series(list(days), dtype=object), "holds datetime objects"),
+])
+def test_periods_and_object_dates_are_rejected_as_datetimes_are(make, what):
+    # A period column, or an object column of dates (as databases return
+    # them), would otherwise be a categorical column with a level per date.
+    import datetime
+
+    rng = np.random.default_rng(0)
+    days = pd.DatetimeIndex([datetime.datetime(2020, 1, 1) + datetime.timedelta(days=int(d))
+                             for d in rng.integers(0, 40, 60)])
+    column = make(days)
+    column[3] = None
+    X = pd.DataFrame({"x": rng.normal(size=60), "when": column})
+    y = rng.normal(size=60)
+    with pytest.raises(ValueError, match=f"column 'when' {what}.*encode it as numbers"):
+        CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    # Declared categorical, the dates are levels like any other.
+    est = CholeskyTreeRegressor(max_depth=1, categorical_features=["when"]).fit(X, y)
+    assert est.is_categorical_[1] and len(est.categories_[1]) == column.nunique()
+    # A text column that only starts with dates stays categorical.
+    mixed = column.astype(object)
+    mixed[40:] = "later"
+    est = CholeskyTreeRegressor(max_depth=1).fit(X.assign(when=mixed), y)
+    assert "later" in list(est.categories_[1])
+
 def test_text_in_an_undeclared_array_column_is_named():
     rng = np.random.default_rng(0)
     X = np.empty((20, 3), dtype=object)

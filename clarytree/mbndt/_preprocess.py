@@ -26,7 +26,14 @@ from sklearn.preprocessing import (
     TargetEncoder,
 )
 
-from .._preparation import _column_name, complex_error, warn_numeric_text
+from .._preparation import (
+    _column_name,
+    complex_error,
+    dates_error,
+    holds_dates,
+    is_period_dtype,
+    warn_numeric_text,
+)
 
 MISSING = "__missing__"
 
@@ -102,6 +109,8 @@ def infer_column_kinds(X, estimator_name=None):
                 # whose training rows are all missing is not taken as numeric.
                 vals = (col.cat.categories.to_numpy(dtype=object) if kind == "O"
                         and hasattr(col, "cat") else col.to_numpy(dtype=object))
+                if col.dtype == object:
+                    _reject_dates(vals, name)
                 kinds.append("num" if _column_is_numeric(vals) else "cat")
                 if kinds[-1] == "cat":
                     warn_numeric_text(col, name, estimator_name, _NUMERIC_TEXT_ADVICE.format(
@@ -111,17 +120,30 @@ def infer_column_kinds(X, estimator_name=None):
     _reject_non_real(X.dtype.kind, X.dtype, "x[0]")
     if X.dtype.kind in "iufb":
         return ["num"] * X.shape[1]
+    if X.dtype == object:
+        for j in range(X.shape[1]):
+            _reject_dates(X[:, j], _column_name(None, j))
     return ["num" if _column_is_numeric(X[:, j]) else "cat" for j in range(X.shape[1])]
+
+
+_DATES_ESCAPE = " (or make it a pandas 'category' column to keep its values as levels)"
 
 
 def _reject_non_real(kind, dtype, name):
     # Dates and durations are neither numbers nor levels: as levels every
     # timestamp would be its own category and new dates would all be unseen.
-    if kind in "mM":
-        raise ValueError(f"column {name} has dtype {dtype}, which is not numeric; "
-                         "encode it as numbers (e.g. days since a date)")
+    if kind in "mM" or is_period_dtype(dtype):
+        raise dates_error(name, f"has dtype {dtype}, which is not numeric", _DATES_ESCAPE)
     if kind == "c":
         raise complex_error(name, dtype)
+
+
+def _reject_dates(values, name):
+    # An object column of dates (datetime.date from a database, Timestamps,
+    # Periods), as a datetime64 column.
+    kind = holds_dates(values)
+    if kind is not None:
+        raise dates_error(name, f"holds {kind} objects, not numbers", _DATES_ESCAPE)
 
 
 def raw_table(X, kinds):
