@@ -454,6 +454,44 @@ def test_periods_and_object_dates_are_rejected_as_datetimes_are(Est):
     # As a category column the dates are levels, as the message says.
     Est(**FAST).fit(X.assign(when=X["when"].astype("category")), y)
 
+
+def test_long_text_columns_take_the_per_value_route_s_values():
+    # Long columns are converted per distinct value and looked up in a hash
+    # index; the per-value loop and dict are the reference.
+    import pandas as pd
+
+    from clarytree.mbndt import _preprocess, _tree
+    from clarytree.mbndt._preprocess import MISSING, _to_str_column
+
+    rng = np.random.default_rng(0)
+    n = 600
+    words = np.array(["a", "b", "c", None, np.nan], dtype=object)
+    columns = {
+        "object": pd.Series(rng.choice(words, n), dtype=object),
+        "string": pd.Series(rng.choice(words, n), dtype="string"),
+        "category": pd.Series(rng.choice(words, n)).astype("category"),
+        "mixed": pd.Series(rng.choice(np.array([1, 1.0, True, "1", None, pd.NA],
+                                               dtype=object), n), dtype=object),
+        "ints": pd.Series(rng.integers(0, 3, n)).astype("category"),
+    }
+    for name, col in columns.items():
+        expected = [MISSING if pd.isna(v) else str(v) for v in col.astype(object)]
+        assert list(_to_str_column(col)) == expected, name
+        assert list(_to_str_column(col.to_numpy(dtype=object))) == expected, name
+    # Through fit and predict: the same predictions either way.
+    y = (columns["object"].fillna("z") == "a").to_numpy().astype(int)
+    X = pd.DataFrame({k: columns[k] for k in ("object", "string", "category")})
+    X["x"] = rng.normal(size=n)
+    model = MBNDTClassifier(**FAST, random_state=0).fit(X, y)
+    assert model.tree_.is_categorical.any()     # the lookup is exercised
+    fast = model.predict_proba(X)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_preprocess, "_FACTORIZE_MIN_ROWS", 10**9)
+        mp.setattr(_tree, "_INDEX_MIN_ROWS", 10**9)
+        np.testing.assert_array_equal(model.predict_proba(X), fast)
+        reference = MBNDTClassifier(**FAST, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(reference.predict_proba(X), fast)
+
 def test_single_class_is_rejected():
     X = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(ValueError, match="two classes"):

@@ -31,6 +31,7 @@ from .._preparation import (
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
     MISSING,
+    _is_text_dtype,
     build_preprocessor,
     feature_map,
     infer_column_kinds,
@@ -47,7 +48,10 @@ def _check_no_infinity(X):
     """Reject infinite values, naming their columns (NaN means missing)."""
     if _is_dataframe(X):
         names = [str(c) for c in X.columns]
-        columns = (X.iloc[:, j].to_numpy() for j in range(X.shape[1]))
+        # Text columns hold no infinity (and converting arrow strings to
+        # objects costs more than the check).
+        columns = (np.empty(0) if _is_text_dtype(c.dtype) else c.to_numpy()
+                   for _, c in X.items())
     else:
         arr = np.asarray(X)
         if arr.ndim != 2 or arr.dtype.kind not in "fO":

@@ -72,10 +72,32 @@ def _column_is_numeric(col):
 
 
 def _to_str_column(col):
+    """``str`` of every value, ``MISSING`` for missing ones (an object array).
+
+    ``col`` is a pandas Series or a 1-D array.
+    """
+    pd = sys.modules.get("pandas")
+    if pd is not None and len(col) >= _FACTORIZE_MIN_ROWS:
+        # Text columns: convert each distinct value once (a typed Series,
+        # e.g. arrow strings, factorized as it is).  Only when every distinct
+        # value is text, since factorizing equates 1, 1.0 and True, whose
+        # texts differ.
+        typed = isinstance(col, pd.Series) and col.dtype != object
+        codes, uniques = pd.factorize(col.array if typed else np.asarray(col, dtype=object),
+                                      use_na_sentinel=True)
+        uniques = list(uniques)
+        if all(isinstance(u, str) for u in uniques):
+            return np.array([str(u) for u in uniques] + [MISSING], dtype=object)[codes]
+    col = col.to_numpy(dtype=object) if hasattr(col, "to_numpy") else \
+        np.asarray(col, dtype=object)
     out = np.empty(len(col), dtype=object)
     for i, v in enumerate(col):
         out[i] = MISSING if _is_missing(v) else str(v)
     return out
+
+
+# Columns from this many rows are converted per distinct value.
+_FACTORIZE_MIN_ROWS = 256
 
 
 def _is_text_dtype(dtype):
@@ -170,7 +192,7 @@ def raw_table(X, kinds):
             col = _frame_column(X, j) if is_df else np.asarray(X)[:, j]
             out[:, j] = _numeric_column(col, _column_name(names, j))
         else:
-            col = X.iloc[:, j].to_numpy(dtype=object) if is_df else np.asarray(X)[:, j]
+            col = X.iloc[:, j] if is_df else np.asarray(X)[:, j]
             out[:, j] = _to_str_column(col)
     return out
 

@@ -11,10 +11,15 @@ An internal node tests one *raw* input column:
   table (unseen or missing-but-unseen) goes to ``default_child``.
 """
 
+import sys
+
 import numpy as np
 from scipy import sparse
 
 from .._tree import TREE_UNDEFINED, _int_array
+
+# Categorical nodes reached by this many rows look levels up in a hash index.
+_INDEX_MIN_ROWS = 256
 
 
 class MultiwayTree:
@@ -162,8 +167,17 @@ class MultiwayTree:
         """Child position (not id) taken at ``node`` by the raw values ``col``."""
         if self.is_categorical[node]:
             s, e = self.cat_ptr[node], self.cat_ptr[node + 1]
-            table = dict(zip(self.cat_values[s:e], self.cat_child[s:e], strict=True))
             default = self.default_child[node]
+            if len(col) >= _INDEX_MIN_ROWS and "pandas" in sys.modules:
+                # One hashed lookup in C per row rather than a dict.get in Python.
+                levels = sys.modules["pandas"].Index(
+                    np.asarray(self.cat_values[s:e], dtype=object), dtype=object)
+                if levels.is_unique:
+                    at = levels.get_indexer(np.asarray(col, dtype=object))
+                    child = np.append(np.asarray(self.cat_child[s:e], dtype=np.intp),
+                                      default)
+                    return child[at]        # -1 (not a level of the node): default
+            table = dict(zip(self.cat_values[s:e], self.cat_child[s:e], strict=True))
             return np.fromiter((table.get(v, default) for v in col), dtype=np.intp,
                                count=len(col))
         x = np.asarray(col, dtype=np.float64)
