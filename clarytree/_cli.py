@@ -354,14 +354,10 @@ def _reject_dates(column, name, levels_option=True):
     """A column of dates or times (a Parquet date or timestamp column) is
     neither numbers nor levels: as levels each date would be its own and new
     dates all unseen.  The estimators refuse them too."""
-    from ._preparation import holds_dates, is_period_dtype
+    from ._preparation import date_column_description
 
-    dates = holds_dates(column.array) if column.dtype == object else None
-    if column.dtype.kind in "mM" or is_period_dtype(column.dtype):
-        what = f"has dtype {column.dtype}"
-    elif dates is not None:
-        what = f"holds {dates} objects"
-    else:
+    what = date_column_description(column)
+    if what is None:
         return
     quoted = shlex.quote(name)
     raise UsageError(f"column {name!r} {what}: dates and times are neither numbers nor "

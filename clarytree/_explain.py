@@ -549,14 +549,16 @@ def _py_set(values, name=None):
     """A set literal of levels; ``name`` (the column) for the error on a level
     that has no literal (an ``Interval`` of ``pd.cut``, a ``Period``), whose
     ``repr`` would need an import and make the source fail to run."""
-    values = [v.item() if isinstance(v, np.generic) else v for v in values]
-    for v in values:
-        if not isinstance(v, (str, int, float)):
-            raise TypeError(
-                f"categorical column {name or '?'} has levels of type {type(v).__name__} "
-                f"(e.g. {v!r}), which the generated Python cannot write without an "
-                "import: only text, number and bool levels can be exported. Convert the "
-                "column before fit (e.g. to text with .astype(str))")
+    from ._preparation import _python_scalar, level_without_literal
+
+    values = [_python_scalar(v) for v in values]
+    v = level_without_literal(values)
+    if v is not None:
+        raise TypeError(
+            f"categorical column {name or '?'} has levels of type {type(v).__name__} "
+            f"(e.g. {v!r}), which the generated Python cannot write without an "
+            "import: only text, number and bool levels can be exported. Convert the "
+            "column before fit (e.g. to text with .astype(str))")
     items = [repr(v) for v in values]
     return "{" + ", ".join(items) + "}" if items else "set()"
 

@@ -252,6 +252,26 @@ def dates_error(name, what, escape=" or declare it in categorical_features"):
                       f"date, or the month){escape}")
 
 
+def level_without_literal(levels):
+    """The first level that is neither text, a number nor a bool (an
+    ``Interval`` of ``pd.cut``, a ``Period``), which JSON and generated source
+    cannot write; None when there is none."""
+    for v in levels:
+        v = _python_scalar(v)
+        if not isinstance(v, (str, int, float)):
+            return v
+    return None
+
+
+def date_column_description(column):
+    """How a pandas column is dates or times ("has dtype ...", "holds date
+    objects"), or None when it is not."""
+    if column.dtype.kind in "mM" or is_period_dtype(column.dtype):
+        return f"has dtype {column.dtype}"
+    kind = holds_dates(column.array) if column.dtype == object else None
+    return None if kind is None else f"holds {kind} objects"
+
+
 def holds_dates(column):
     """What kind of dates an object column holds (``'date'``, ``'datetime'``,
     ``'time'``, ``'period'``...), or None when its values are not all such.
@@ -902,21 +922,18 @@ class Preparation:
 
     def _encode_categorical(self, j, values):
         known, codes_of_known = self._lookup[j]
-        if hasattr(values, "cat"):      # pandas category: look up its categories once
-            categories = values.cat.categories
-            cat_codes = _lookup_codes(np.asarray(categories, dtype=object), known,
-                                      codes_of_known)
-            raw = values.cat.codes.to_numpy()
-            codes = (np.where(raw >= 0, cat_codes[np.maximum(raw, 0)], -1) if cat_codes.size
-                     else np.full(raw.shape[0], -1, dtype=np.intp))
-        elif len(values) >= FACTORIZE_MIN_ROWS:
-            # Look up each distinct value once: hashing every row as a
-            # Python object costs several times more on long columns.
-            raw, uniques = _factorize(values)
-            unique_codes = _lookup_codes(np.array(uniques + [None], dtype=object)[:-1],
-                                         known, codes_of_known)
-            codes = np.where(raw >= 0, unique_codes[raw], -1) if unique_codes.size \
-                else np.full(raw.shape[0], -1, dtype=np.intp)
+        if hasattr(values, "cat") or len(values) >= FACTORIZE_MIN_ROWS:
+            # Look up each distinct value once (a category column's
+            # categories): hashing every row as a Python object costs several
+            # times more on long columns.
+            if hasattr(values, "cat"):
+                raw, distinct = values.cat.codes.to_numpy(), list(values.cat.categories)
+            else:
+                raw, distinct = _factorize(values)
+            distinct_codes = _lookup_codes(np.array(distinct + [None], dtype=object)[:-1],
+                                           known, codes_of_known)
+            codes = (np.where(raw >= 0, distinct_codes[np.maximum(raw, 0)], -1)
+                     if distinct_codes.size else np.full(raw.shape[0], -1, dtype=np.intp))
         else:       # a few rows (one-row predicts): factorizing costs more
             values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) \
                 else values
@@ -1459,16 +1476,15 @@ class Preparation:
         for j, c in enumerate(self.categories_):
             if c is None:
                 continue
-            for v in list(c) + list(self.merged_categories_[j]):
-                v = _python_scalar(v)
-                if not isinstance(v, (str, int, float)):
-                    raise TypeError(
-                        f"categorical column {_column_name(feature_names, j)} has levels of "
-                        f"type {type(v).__name__} (e.g. {v!r}), which JSON cannot hold: "
-                        "only text, number and bool levels can be written. Convert the "
-                        f"column before fit (e.g. X[{_column_name(feature_names, j)}]"
-                        ".astype(str)), or keep the model with pickle, which holds any "
-                        "level")
+            v = level_without_literal(list(c) + list(self.merged_categories_[j]))
+            if v is not None:
+                raise TypeError(
+                    f"categorical column {_column_name(feature_names, j)} has levels of "
+                    f"type {type(v).__name__} (e.g. {v!r}), which JSON cannot hold: "
+                    "only text, number and bool levels can be written. Convert the "
+                    f"column before fit (e.g. X[{_column_name(feature_names, j)}]"
+                    ".astype(str)), or keep the model with pickle, which holds any "
+                    "level")
         return {
             "is_categorical": [bool(v) for v in self.is_categorical_],
             "categories": [None if c is None else
