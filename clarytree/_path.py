@@ -25,6 +25,7 @@ from ._classes import (
     _fit_tree,
 )
 from ._frames import as_pandas
+from ._preparation import check_has_columns
 from ._sklearn_compat import fit_context
 
 PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
@@ -253,6 +254,7 @@ class _CVMixin:
         # Values are checked by the inner fits' preparation (categorical
         # columns, missing values); here only shapes, names and y.
         X = as_pandas(X)        # a polars or Arrow table: its rows are taken by iloc
+        check_has_columns(X, type(self).__name__)
         if hasattr(X, "iloc"):
             # Inner fits see the caller's DataFrame (column names select
             # regression features), so only its names and width are checked

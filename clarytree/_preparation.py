@@ -174,6 +174,18 @@ def _is_frame(X):
     return hasattr(X, "columns") and hasattr(X, "iloc") and hasattr(X, "dtypes")
 
 
+def check_has_columns(X, estimator_name):
+    """Refuse a table without columns with scikit-learn's own wording.
+
+    ``check_array`` names the problem for a 2-d array of no columns, but a
+    DataFrame of no columns fails inside numpy ("at least one array or dtype
+    is required").
+    """
+    if _is_frame(X) and X.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={tuple(X.shape)}) while a "
+                         f"minimum of 1 is required by {estimator_name}.")
+
+
 def _column_name(names, j):
     return repr(str(names[j])) if names is not None else f"x[{j}]"
 
@@ -755,6 +767,7 @@ class Preparation:
         columns.
         """
         X = as_pandas(X)
+        check_has_columns(X, type(estimator).__name__)
         if reset:
             if not (hasattr(X, "shape") and len(X.shape) == 2):
                 X = check_array(X, dtype=None, ensure_all_finite=False)

@@ -863,3 +863,27 @@ def test_mbndt_text_levels_recoded_as_numbers_at_predict_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.predict(frame.assign(c="Purple"))
+
+
+@pytest.mark.parametrize("family", ["clari", "cv", "mbndt"])
+def test_a_table_without_columns_is_refused_by_name(family):
+    # numpy's own message for a DataFrame of no columns ("at least one array
+    # or dtype is required") says nothing of the table.
+    frame = pd.DataFrame({"a": np.arange(12.0)}).iloc[:, :0]
+    y = np.arange(12.0) % 2
+    if family == "clari":
+        est = CLARITreeRegressor(max_depth=1)
+    elif family == "cv":
+        from clarytree import CLARITreeRegressorCV
+
+        est = CLARITreeRegressorCV(max_depth=1, cv=2)
+    else:
+        pytest.importorskip("torch")
+        from clarytree.mbndt import MBNDTClassifier
+
+        est = MBNDTClassifier(max_depth=1, max_epochs=2, n_restarts=1)
+    name = type(est).__name__
+    for X in (frame, frame.to_numpy()):
+        with pytest.raises(ValueError, match=re.escape(
+                f"0 feature(s) (shape=(12, 0)) while a minimum of 1 is required by {name}")):
+            est.fit(X, y)

@@ -22,6 +22,7 @@ from .._frames import as_pandas
 from .._preparation import (
     _column_name,
     _infinity_error,
+    check_has_columns,
     reads_as_number,
     validate_sample_weight,
     warn_levels_matching_as_numbers,
@@ -168,6 +169,7 @@ class _BaseMBNDT(BaseEstimator):
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                              "target y is None.")
         X = as_pandas(X)
+        check_has_columns(X, type(self).__name__)
         _check_no_infinity(X)
         if _is_dataframe(X):
             # y first: validating "no_validation" X would reset the feature names.
