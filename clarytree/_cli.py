@@ -409,6 +409,14 @@ def _r2(y, pred, weights=None):
     return 1.0 - resid / total if total > 0 else float("nan")
 
 
+def _r2_text(y, pred, weights=None):
+    """R2 to 4 decimals, or why it is undefined (instead of printing nan)."""
+    value = _r2(y, pred, weights)
+    if not np.isnan(value):
+        return f"{value:.4f}"
+    return "n/a (one row)" if len(y) < 2 else "n/a (constant target)"
+
+
 def _print(*args, **kwargs):
     print(*args, **kwargs, flush=True)
 
@@ -432,11 +440,12 @@ def _report_fit(model, name, X_train, y_train, X_test, y_test, seconds, *,
                        significant_digits=significant_digits,
                        exact_thresholds=exact_thresholds, max_terms=max_terms), end="")
     r2 = _r2_label(weights[0])
-    train = _r2(y_train, model.predict(X_train), weights[0])
+    pred_train = model.predict(X_train)
+    train = _r2(y_train, pred_train, weights[0])
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}  " \
-           f"train {r2}: {train:.4f}"
+           f"train {r2}: {_r2_text(y_train, pred_train, weights[0])}"
     if X_test is not None:
-        line += f"  test {r2}: {_r2(y_test, model.predict(X_test), weights[1]):.4f}"
+        line += f"  test {r2}: {_r2_text(y_test, model.predict(X_test), weights[1])}"
     line += f"  fit time: {seconds:.3f}s"
     _print(line)
     return train
@@ -709,7 +718,7 @@ def _cmd_mbndt(args):
             score = balanced_accuracy_score(yp, model.predict(Xp), sample_weight=wp)
             line += f"  {part} balanced accuracy{weighted}: {score:.4f}"
         else:
-            line += f"  {part} R2{weighted}: {_r2(yp, model.predict(Xp), wp):.4f}"
+            line += f"  {part} R2{weighted}: {_r2_text(yp, model.predict(Xp), wp)}"
     _print(line + f"  fit time: {seconds:.3f}s")
     _save_outputs(model, args)
     return 0

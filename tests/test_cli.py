@@ -908,3 +908,23 @@ def test_predict_explain(weighted_csv, tmp_path):
     assert run("predict", model_file, with_rule, "--keep", "rule").returncode == 0
     assert_usage_error(run("predict", model_file, with_rule, "--explain", "--keep", "id,rule"),
                        "--keep", "rule", "clash")
+
+
+@pytest.mark.parametrize("command", ["fit", "mbndt"])
+def test_undefined_r2_is_said_not_printed_as_nan(tmp_path, command):
+    # R2 is undefined on one row and on a constant target: the report says
+    # which, where it printed "nan".
+    if command == "mbndt":
+        pytest.importorskip("clarytree.mbndt")
+    path = tmp_path / "tiny.csv"
+    pd.DataFrame({"a": np.arange(12.0), "y": 3.0}).to_csv(path, index=False)
+    extra = ["--test-size", 0.05]
+    if command == "mbndt":
+        extra += ["--max-epochs", 1, "--task", "regression"]
+    else:
+        extra += ["--max-depth", 1]
+    result = run(command, path, "--target", "y", "-q", *extra)
+    assert result.returncode == 0, result.stderr
+    assert "train R2: n/a (constant target)" in result.stdout
+    assert "test R2: n/a (one row)" in result.stdout
+    assert "nan" not in result.stdout
