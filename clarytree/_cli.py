@@ -440,15 +440,12 @@ def _report_fit(model, name, X_train, y_train, X_test, y_test, seconds, *,
                        significant_digits=significant_digits,
                        exact_thresholds=exact_thresholds, max_terms=max_terms), end="")
     r2 = _r2_label(weights[0])
-    pred_train = model.predict(X_train)
-    train = _r2(y_train, pred_train, weights[0])
     line = f"leaves: {model.get_n_leaves()}  depth: {model.get_depth()}  " \
-           f"train {r2}: {_r2_text(y_train, pred_train, weights[0])}"
+           f"train {r2}: {_r2_text(y_train, model.predict(X_train), weights[0])}"
     if X_test is not None:
         line += f"  test {r2}: {_r2_text(y_test, model.predict(X_test), weights[1])}"
     line += f"  fit time: {seconds:.3f}s"
     _print(line)
-    return train
 
 
 def _save_outputs(model, args):
