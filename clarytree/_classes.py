@@ -139,21 +139,33 @@ MAX_HISTOGRAM_BYTES = 2 << 30
 MAX_MEMORY_MULTIPLE = 4
 
 
-def _n_threads(n_jobs, lookahead, splitter, max_depth, single_thread_bytes):
-    """Threads for the candidate loops: scikit-learn's n_jobs, capped.
+def _stats_threads(n_jobs):
+    """Threads from scikit-learn's n_jobs, for the committed tree's sums.
 
     None is 1, -1 all cores (joblib's count, which follows CPU affinity
     and cgroup limits; negative values count back from it, and they also
-    respect OpenMP's thread budget, e.g. a threadpoolctl limit).  Threads
-    are only used by lookahead searches and are capped so that the extra
-    workspaces stay within ``MAX_MEMORY_MULTIPLE - 1`` times the single-thread
-    working set.
+    respect OpenMP's thread budget, e.g. a threadpoolctl limit).  These
+    threads need no workspace of their own (one row of scratch each), so,
+    unlike the candidate loops', their number is not capped by memory.
     """
-    if n_jobs is None or not lookahead or max_depth < 2 or not openmp_enabled():
+    if n_jobs is None or not openmp_enabled():
         return 1
     n = int(n_jobs)
     if n < 0:
         n = min(effective_n_jobs(n), max(omp_max_threads(), 1))
+    return max(1, n)
+
+
+def _n_threads(n_jobs, lookahead, splitter, max_depth, single_thread_bytes):
+    """Threads for the candidate loops: ``_stats_threads(n_jobs)``, capped.
+
+    Only lookahead searches have candidate loops; their threads are capped
+    so that the extra workspaces stay within ``MAX_MEMORY_MULTIPLE - 1``
+    times the single-thread working set.
+    """
+    n = _stats_threads(n_jobs)
+    if n == 1 or not lookahead or max_depth < 2:
+        return 1
     extra = workspace_bytes(splitter, max_depth)
     cap = 1 + int((MAX_MEMORY_MULTIPLE - 1) * single_thread_bytes // max(extra, 1))
     return max(1, min(n, cap))
@@ -228,10 +240,14 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
                               data.sample_weight, prep.split_missing(), data.n_zero_weight)
 
+    stats_threads = _stats_threads(getattr(estimator, "n_jobs", None))
+
     def make_splitter(bins, order, n_bins):
-        return Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route,
-                        categorical=prep.split_categorical(), missing=prep.split_missing(),
-                        bounded_scan=bounded_scan)
+        splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route,
+                            categorical=prep.split_categorical(),
+                            missing=prep.split_missing(), bounded_scan=bounded_scan)
+        splitter.set_stats_threads(stats_threads)
+        return splitter
 
     splitter = make_splitter(data.bins, data.order, data.n_bins)
     if (max_hist_bins > 0 and splitter.n_swept < splitter.n_features
@@ -268,6 +284,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
             report["greedy_fallback"] = True
     counters["search"] = report
     counters["n_threads"] = n_threads
+    counters["stats_threads"] = stats_threads
+    counters["n_threaded_sums"] = splitter.n_threaded_sums
     if "time_limit" in estimator.get_params(deep=False):
         estimator.search_complete_ = bool(report["complete"])
     if not report["complete"]:
@@ -713,7 +731,10 @@ class CLARITreeRegressor(_BaseLinearTree):
         when some feature has more than 255 thresholds, else 1), ``B``
         histogram bins in all and ``s = (p + 1)(p + 2) / 2`` packed
         statistics for ``p`` leaf coefficients; threads are capped so that
-        a fit needs at most 4 times its single-thread memory.  Without
+        a fit needs at most 4 times its single-thread memory.  The
+        committed nodes' statistics are also summed on ``n_jobs`` threads
+        (each adds every row into the bins of its own features: the same
+        bits), and the per-column preparation runs on as many.  Without
         OpenMP at build time fits are single-threaded.
 """).replace("    n_features_in_ : int\n", """    search_complete_ : bool
         False when ``time_limit`` cut the lookahead search short.
@@ -789,11 +810,13 @@ class CholeskyTreeRegressor(_BaseLinearTree):
         + _SEMANTICS
         + _PARAMS_DOC.format(lookahead="""    n_jobs : int or None, default=None
         Threads for the per-column preparation of a fit (threshold pools,
-        bins and row orders: numpy work that releases the GIL, most of a
-        greedy fit on many rows); the greedy search itself runs on one
-        thread.  None means 1, -1 all cores (joblib's count).  The tree is
-        the same bits for every ``n_jobs``: each column is prepared on its
-        own.
+        bins and row orders: numpy work that releases the GIL) and for the
+        nodes' statistics, the bulk of the greedy search on many rows (each
+        thread adds every row into the bins of its own features, with
+        OpenMP); a node's threshold scan runs on one thread.  None means 1,
+        -1 all cores (joblib's count).  The tree is the same bits for every
+        ``n_jobs``: each column is prepared on its own, and every bin gets
+        its rows' adds in the same order.
 """)
         + """
     See Also

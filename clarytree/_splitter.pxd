@@ -219,6 +219,13 @@ cdef class Splitter:
     cdef readonly Py_ssize_t exact_ranges_min
     cdef const long long[::1] urow_index  # AVX-512 rows' products (q <= 16), else None
     cdef Py_ssize_t gram_min_rows       # fewer rows: search sums row by row
+    # Threads for the exact sums (see set_stats_threads): each sums the bins
+    # of its own contiguous range of features, so the bits never depend on
+    # their number.  Per thread: one row's bin offsets.
+    cdef readonly Py_ssize_t stats_threads
+    cdef Py_ssize_t[:, ::1] thread_row_bins     # (stats_threads, n_features)
+    cdef Py_ssize_t[::1] thread_first_feature   # stats_threads + 1 range bounds
+    cdef readonly Py_ssize_t n_threaded_sums    # calls summed on several threads
     cdef readonly bint bounded_scan     # skip thresholds that provably lose
     cdef Py_ssize_t max_thresholds      # per histogram feature
     cdef bint missing_bound             # ridge leaves: bounds use _missing_floor
@@ -276,6 +283,14 @@ cdef class Splitter:
     cdef void _add_stats_by_ranges(self, SplitterWork* w, const int* rows,
                                    Py_ssize_t n_rows, double* total, double* hist,
                                    unsigned long long* keys, Py_ssize_t skip) noexcept nogil
+    cdef bint _add_stats_threaded(self, SplitterWork* w, const int* rows,
+                                  Py_ssize_t n_rows, double* total, double* hist,
+                                  unsigned long long* keys, Py_ssize_t skip) noexcept nogil
+    cdef void _add_feature_range(self, const SplitterWork* w, const int* rows,
+                                 Py_ssize_t m, double* total, double* hist,
+                                 unsigned long long* keys, Py_ssize_t first,
+                                 Py_ssize_t last, Py_ssize_t skip, Py_ssize_t cols,
+                                 Py_ssize_t* offs) noexcept nogil
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,
                               unsigned long long* keys, Py_ssize_t skip,

@@ -8,6 +8,7 @@ from libc.float cimport DBL_EPSILON
 from libc.math cimport INFINITY, NAN, fabs, fmax, fmin, isnan, sqrt
 from libc.stdlib cimport calloc, malloc, free, qsort
 from libc.string cimport memcpy, memset
+from cython.parallel cimport prange
 
 from ._criterion cimport (
     Criterion, RidgeCriterion, add_row, add_rows, sweep_move_left,
@@ -51,6 +52,24 @@ cdef Py_ssize_t WIDE_COLS = 64
 # 3.1 s (a 32 MB L3).
 cdef Py_ssize_t EXACT_RANGES_MIN_DOUBLES = 2097152
 cdef Py_ssize_t EXACT_COLS = 64
+
+# Threaded exact sums (Splitter.set_stats_threads): a call is split across
+# threads only when it adds at least this many doubles (about 0.1 ms on one
+# core), so that starting the parallel region pays for itself.
+cdef Py_ssize_t THREADED_STATS_MIN_ADDS = 262144
+
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int ct_in_parallel(void) { return omp_in_parallel(); }
+    #else
+    static int ct_in_parallel(void) { return 1; }
+    #endif
+    """
+    # Inside a parallel region (or built without OpenMP): sum on this thread.
+    int ct_in_parallel() noexcept nogil
 
 # Bounded threshold scan: a child's ridge loss can only grow when rows are
 # added (for every beta the penalized sum of squares grows; the ridge term
@@ -570,6 +589,29 @@ cdef class Splitter:
             self.gram_min_rows = max(
                 GRAM_MIN_ROWS,
                 GRAM_ROWS_PER_BIN * offset // (self.n_features - self.n_swept))
+        self.set_stats_threads(1)
+
+    def set_stats_threads(self, Py_ssize_t n_threads):
+        """Use up to ``n_threads`` threads for the exact (row by row) sums.
+
+        The committed tree's statistics of a node (its total and every
+        histogram feature's bins) are then summed by several threads at
+        once: they share out the rows' gathering, then each adds all the
+        rows into the bins of its own contiguous range of features.  Every
+        bin still receives the same adds in the same order, so the sums
+        (and the tree) are the same bits for every thread count.  Calls
+        made inside a parallel region and small calls stay on one thread.
+
+        Parameters
+        ----------
+        n_threads : int
+            At least 1; more than one needs the OpenMP build.
+        """
+        if n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+        self.stats_threads = n_threads
+        self.thread_row_bins = np.zeros((n_threads, self.n_features), dtype=np.intp)
+        self.thread_first_feature = np.zeros(n_threads + 1, dtype=np.intp)
 
     cdef int init_work(self, SplitterWork* w, bint own_order) except -1:
         cdef Py_ssize_t n = self.n_samples, n_stats = self.n_stats
@@ -801,6 +843,9 @@ cdef class Splitter:
         if self.n_swept == nf:
             add_rows(&w.crit, total, rows, n_rows)
             return
+        if exact and self.stats_threads > 1 and self._add_stats_threaded(
+                w, rows, n_rows, total, hist, keys, skip):
+            return
         if exact and self.hist_size * n_stats >= self.exact_ranges_min:
             self._add_stats_by_ranges(w, rows, n_rows, total, hist, keys, skip)
             return
@@ -864,6 +909,99 @@ cdef class Splitter:
                     _add_row_bins(total + c, hist + c, U + i * S + c, c1 - c, offs, g)
                 c = c1
             start += m
+
+    cdef bint _add_stats_threaded(self, SplitterWork* w, const int* rows,
+                                  Py_ssize_t n_rows, double* total, double* hist,
+                                  unsigned long long* keys, Py_ssize_t skip) noexcept nogil:
+        # The exact sums of _add_stats on up to stats_threads threads.  Per
+        # block of rows: the threads share out the rows to gather their
+        # packed statistics and bins (random reads of the design and bins:
+        # latency, which one thread cannot hide), then each adds the whole
+        # block into the bins of its own range of histogram features
+        # (thread 0 also into the total), in row order, by column ranges as
+        # _add_stats_by_ranges where the bins outgrow the caches.  Every
+        # element gets the rows one at a time in the given order: the bits of
+        # the one-thread sums.  Returns False, having added nothing, where one
+        # thread is better: inside a parallel region or for a small call.
+        cdef Py_ssize_t f, c, i, m, start = 0, n_chunks, n_hist = 0, rank = 0, cols
+        cdef Py_ssize_t n_stats = self.n_stats, nf = self.n_features
+        cdef Py_ssize_t S = self.urow_stride
+        cdef Py_ssize_t[::1] first = self.thread_first_feature
+        cdef double* u
+        for f in range(nf):
+            if self.hist_offset[f] >= 0 and f != skip:
+                n_hist += 1
+        n_chunks = min(self.stats_threads, n_hist)
+        if (n_chunks < 2 or n_rows * n_stats * (n_hist + 1) < THREADED_STATS_MIN_ADDS
+                or ct_in_parallel()):
+            return False
+        # Chunk c holds the histogram features of ranks [c n_hist / n_chunks,
+        # (c + 1) n_hist / n_chunks): first[c] is the first feature index.
+        c = 0
+        for f in range(nf):
+            if self.hist_offset[f] < 0 or f == skip:
+                continue
+            while c < n_chunks and rank == c * n_hist // n_chunks:
+                first[c] = f
+                c += 1
+            rank += 1
+        first[n_chunks] = nf
+        cols = n_stats
+        if self.hist_size * n_stats >= self.exact_ranges_min * n_chunks:
+            cols = EXACT_COLS
+        while start < n_rows:
+            m = min(self.gram_block, n_rows - start)
+            for i in prange(m, schedule="static", num_threads=n_chunks):
+                u = w.urows + i * S
+                memset(u, 0, n_stats * sizeof(double))
+                add_row(&w.crit, u, rows[start + i])   # the row path's products
+                self.bins_row(rows[start + i], w.gather_bins + i * nf)
+            for c in prange(n_chunks, schedule="static", chunksize=1, num_threads=n_chunks):
+                self._add_feature_range(w, rows + start, m, total if c == 0 else NULL, hist,
+                                        keys, first[c], first[c + 1], skip, cols,
+                                        &self.thread_row_bins[c, 0])
+            start += m
+        self.n_threaded_sums += 1
+        return True
+
+    cdef void _add_feature_range(self, const SplitterWork* w, const int* rows,
+                                 Py_ssize_t m, double* total, double* hist,
+                                 unsigned long long* keys, Py_ssize_t first,
+                                 Py_ssize_t last, Py_ssize_t skip, Py_ssize_t cols,
+                                 Py_ssize_t* offs) noexcept nogil:
+        # A gathered block's rows (w.urows, w.gather_bins) added into the
+        # bins of features [first, last) and, unless ``total`` is NULL, the
+        # total, ``cols`` columns at a time: the same adds per element as
+        # _add_stats's row loop.
+        cdef Py_ssize_t i, f, g, c, c1, off, n_stats = self.n_stats, nf = self.n_features
+        cdef Py_ssize_t S = self.urow_stride
+        cdef const int* bb = w.gather_bins
+        cdef unsigned long long key
+        for i in range(m):
+            key = _row_key(rows[i])
+            for f in range(first, last):
+                off = self.hist_offset[f]
+                if off >= 0 and f != skip:
+                    keys[off + bb[i * nf + f]] += key
+        c = 0
+        while c < n_stats:
+            c1 = min(c + cols, n_stats)
+            for i in range(m):
+                g = 0
+                for f in range(first, last):
+                    off = self.hist_offset[f]
+                    if off < 0 or f == skip:
+                        continue
+                    offs[g] = (off + bb[i * nf + f]) * n_stats
+                    g += 1
+                if total != NULL:
+                    _add_row_bins(total + c, hist + c, w.urows + i * S + c, c1 - c, offs, g)
+                elif g > 0:
+                    # Without the total: the first bin takes the kernel's
+                    # total slot (a different element from every other bin's).
+                    _add_row_bins(hist + offs[0] + c, hist + c, w.urows + i * S + c, c1 - c,
+                                  offs + 1, g - 1)
+            c = c1
 
     cdef void _add_stats_gram(self, SplitterWork* w, const int* rows,
                               Py_ssize_t n_rows, double* total, double* hist,

@@ -152,3 +152,89 @@ def test_greedy_tree_prepares_columns_on_n_jobs_threads(data):
     assert CholeskyTreeRegressor(n_jobs=2).get_params()["n_jobs"] == 2
     with pytest.raises(ValueError, match="n_jobs"):
         CholeskyTreeRegressor(n_jobs="two").fit(X, y)
+
+
+def _mixed_splitter(n=6000, seed=5):
+    """A splitter with numeric, level-set, missing-bin and swept features."""
+    from clarytree._criterion import RidgeCriterion
+    from clarytree._splitter import Splitter
+
+    from clarytree._thresholds import bin_features, threshold_pool
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    pools = [threshold_pool(X[:, f], 20, "quantile") for f in range(6)]
+    pools[5] = threshold_pool(X[:, 5], 300, "quantile")     # swept at max_hist_bins 64
+    bins, order, n_bins = bin_features(X, pools)
+    bins = bins.astype(np.int32)
+    bins[:, 3] = rng.integers(0, 7, size=n)                 # levels of a categorical
+    n_bins = np.array(n_bins, dtype=np.int32)
+    n_bins[3] = 7
+    nan_rows = rng.random(n) < 0.1                          # feature 1: a missing bin
+    n_bins[1] += 1
+    bins[nan_rows, 1] = n_bins[1] - 1
+    order = np.ascontiguousarray(np.argsort(bins.T, axis=1, kind="stable"), dtype=np.int32)
+    # Nine regressors: 66 packed statistics, more than one column range.
+    Z = np.column_stack([X[:, [0, 2, 4]], rng.normal(size=(n, 6))])
+    W = np.column_stack([np.ones(n), Z, X[:, 0] - X[:, 2] + rng.normal(size=n)])
+    crit = RidgeCriterion(np.ascontiguousarray(W), np.full(10, 1e-3 * n))
+    categorical = np.array([0, 0, 0, 1, 0, 0], dtype=np.uint8)
+    missing = np.array([0, 1, 0, 0, 0, 0], dtype=np.uint8)
+    return Splitter(bins, order, n_bins, 5, crit, 64, categorical=categorical,
+                    missing=missing)
+
+
+def test_exact_sums_are_the_same_bits_on_every_thread_count():
+    """The committed tree's sums (total, every histogram feature's bins and
+    row keys) split by feature ranges across threads equal the one-thread
+    sums bit for bit, whatever the number of threads (more threads than
+    histogram features included), on a node of all rows (several blocks of
+    rows) and on a part, with whole rows and by column ranges (as for bins
+    beyond the caches)."""
+    splitter = _mixed_splitter()
+    assert splitter.n_swept == 1 and splitter.stats_threads == 1
+    assert splitter.n_stats > 64
+    for start, end in ((0, splitter.n_samples), (1000, 5200)):
+        ref = [a.copy() for a in splitter._node_stats(start, end, True)]
+        for n_threads, ranges_min in ((2, None), (3, 1), (5, None), (8, 1)):
+            splitter.set_stats_threads(n_threads)
+            assert splitter.stats_threads == n_threads
+            before = splitter.n_threaded_sums
+            got = splitter._node_stats(start, end, True, exact_ranges_min=ranges_min)
+            if openmp_enabled():
+                assert splitter.n_threaded_sums == before + 1, "summed on one thread"
+            for a, b, name in zip(got, ref, ("total", "hist", "keys"), strict=True):
+                assert a.tobytes() == b.tobytes(), (name, n_threads, start)
+            splitter.set_stats_threads(1)
+    with pytest.raises(ValueError, match="n_threads must be >= 1"):
+        splitter.set_stats_threads(0)
+
+
+def test_greedy_tree_sums_nodes_on_n_jobs_threads():
+    """CholeskyTreeRegressor's n_jobs also sums the committed nodes'
+    statistics on that many threads (lookahead trees too, which, unlike
+    their candidate loops, are not capped by memory); the fitted trees are
+    the same bits as on one thread, with weights, NaN and a text column."""
+    import pandas as pd
+
+    from clarytree import CholeskyTreeRegressor
+
+    X, y = make_piecewise_linear(n_samples=5000, n_features=5, noise=0.5, random_state=2)
+    rng = np.random.default_rng(4)
+    table = pd.DataFrame(X, columns=[f"x{j}" for j in range(5)])
+    table["x1"] = table["x1"].mask(rng.random(len(table)) < 0.1)
+    table["color"] = rng.choice(["red", "green", "blue"], size=len(table))
+    weights = rng.random(len(table)) + 0.5
+    for make in (lambda n_jobs: CholeskyTreeRegressor(max_depth=4, n_jobs=n_jobs),
+                 lambda n_jobs: CLARITreeRegressor(max_depth=2, n_jobs=n_jobs)):
+        ref, counters = _fit_tree(make(None), table, y, weights)
+        assert counters["stats_threads"] == 1
+        for n_jobs in (2, 3):
+            model, counters = _fit_tree(make(n_jobs), table, y, weights)
+            assert counters["stats_threads"] == (n_jobs if openmp_enabled() else 1)
+            assert (counters["n_threaded_sums"] > 0) == openmp_enabled()
+            assert model.objective_ == ref.objective_
+            for name in ("feature", "threshold", "children_left", "children_right",
+                         "missing_go_left", "node_objective", "intercept", "coef"):
+                np.testing.assert_array_equal(getattr(model.tree_, name),
+                                              getattr(ref.tree_, name), err_msg=name)

@@ -7,6 +7,8 @@ Data: the paper's piecewise-linear design (appendix D.3), generated in
   or constant leaves, ``n`` in {1e3, 1e4, 1e5} rows, ``k`` in {4, 8, 16}
   features, 20 thresholds; time and peak memory.
 - ``FitWide``: greedy fits with 50 or 100 regression features.
+- ``FitThreads``: a greedy fit on 2e5 rows and 20 features with ``n_jobs``
+  in {1, 2, 4} (the committed nodes' sums and the preparation threaded).
 - ``FitMemory``: peak memory of a greedy fit at ``n = 1e6``, ``k = 8``.
 - ``FitTables``: a table with missing values and a categorical column
   against its imputed, one-hot-encoded twin (``n = 1e4``, ``k = 8``).
@@ -127,6 +129,27 @@ class FitWide:
         self.model = make_estimator("greedy", "linear", 20).set_params(max_depth=2)
 
     def time_fit(self, k):
+        self.model.fit(self.X, self.y)
+
+
+class FitThreads:
+    """Greedy ``fit`` against ``n_jobs`` (n = 2e5, k = 20, depth 6).
+
+    The committed nodes' statistics are summed by ``n_jobs`` threads (each
+    its own features' bins) and the columns are prepared on as many; the
+    tree is the same bits for every ``n_jobs``.
+    """
+
+    params = ([1, 2, 4],)
+    param_names = ["n_jobs"]
+    timeout = 120
+
+    def setup(self, n_jobs):
+        self.X, self.y = piecewise_linear(200_000, 20)
+        self.model = make_estimator("greedy", "linear", 20).set_params(
+            max_depth=6, n_jobs=n_jobs)
+
+    def time_fit(self, n_jobs):
         self.model.fit(self.X, self.y)
 
 
