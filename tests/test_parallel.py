@@ -219,7 +219,7 @@ def test_greedy_tree_sums_nodes_on_n_jobs_threads():
 
     from clarytree import CholeskyTreeRegressor
 
-    X, y = make_piecewise_linear(n_samples=5000, n_features=5, noise=0.5, random_state=2)
+    X, y = make_piecewise_linear(n_samples=9000, n_features=5, noise=0.5, random_state=2)
     rng = np.random.default_rng(4)
     table = pd.DataFrame(X, columns=[f"x{j}" for j in range(5)])
     table["x1"] = table["x1"].mask(rng.random(len(table)) < 0.1)
@@ -235,6 +235,10 @@ def test_greedy_tree_sums_nodes_on_n_jobs_threads():
             assert (counters["n_threaded_sums"] > 0) == openmp_enabled()
             assert model.objective_ == ref.objective_
             for name in ("feature", "threshold", "children_left", "children_right",
-                         "missing_go_left", "node_objective", "intercept", "coef"):
+                         "missing_go_left", "node_objective", "intercept", "coef",
+                         "box_lower", "box_upper", "model_share"):
                 np.testing.assert_array_equal(getattr(model.tree_, name),
                                               getattr(ref.tree_, name), err_msg=name)
+            np.testing.assert_array_equal(model.feature_importances_,
+                                          ref.feature_importances_)
+
