@@ -146,6 +146,8 @@ def _read_table(path, encoding=None, text_columns=()):
             frame = pd.read_parquet(path)
         else:
             dialect = _csv_dialect(path, encoding)
+            _refuse_duplicate_names(path, pd.read_csv(path, header=None, nrows=1,
+                                                      dtype=str, **dialect))
             if text_columns:
                 dialect["dtype"] = dict.fromkeys(text_columns, str)
             frame = pd.read_csv(path, **dialect)
@@ -171,6 +173,27 @@ def _read_table(path, encoding=None, text_columns=()):
         raise UsageError(f"{path} has no data rows")
     frame.columns = [str(c) for c in frame.columns]
     return frame
+
+
+def _refuse_duplicate_names(path, header):
+    """A CSV header naming two columns alike is an error, not pandas' ``a.1``.
+
+    Renamed silently, a second ``price`` column would become a feature
+    named ``price.1`` next to the target ``price`` (or the other way round).
+    """
+    if header.shape[0] == 0:
+        return
+    names = [v for v in header.iloc[0] if isinstance(v, str)]
+    seen, repeated = set(), []
+    for name in names:
+        if name in seen and name not in repeated:
+            repeated.append(name)
+        seen.add(name)
+    if repeated:
+        which = _list([repr(name) for name in repeated], 5)
+        raise UsageError(f"cannot read {path}: its header gives more than one column the "
+                         f"name{'s' if len(repeated) > 1 else ''} {which}; give each "
+                         "column its own name")
 
 
 _DELIMITERS = (",", ";", "\t", "|")

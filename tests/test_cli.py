@@ -242,10 +242,12 @@ def bad_files(tmp_path_factory):
     missing_target = folder / "missing_target.csv"
     pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [1.0, None, 3.0, 4.0]}).to_csv(
         missing_target, index=False)
+    twice = folder / "twice.csv"
+    twice.write_text("price,a,price,b,b\n1,2,3,4,5\n2,3,4,5,6\n3,4,5,6,7\n")
     not_a_model = folder / "model.joblib"
     not_a_model.write_text("this is not a pickle")
     return {"text_target": text_target, "stray_target": stray_target,
-            "missing_target": missing_target, "not_a_model": not_a_model}
+            "missing_target": missing_target, "not_a_model": not_a_model, "twice": twice}
 
 
 @pytest.mark.parametrize(
@@ -262,6 +264,9 @@ def bad_files(tmp_path_factory):
         (("fit", "{data}", "--target", "target", "--categorical", "a,zz"),
          ["--categorical", "zz"]),
         (("fit", "{missing_target}", "--target", "y"), ["missing or infinite"]),
+        (("fit", "{twice}", "--target", "price"),
+         ["twice.csv: its header gives more than one column the names 'price', 'b'",
+          "give each column its own name"]),
         (("fit", "{data}", "--target", "target", "--max-depth", "-1"), ["--max-depth"]),
         (("fit", "{data}", "--target", "target", "--leaf-penalty", "x"), ["--leaf-penalty"]),
         (("fit", "{data}", "--target", "target", "--leaf-model", "cubic"), ["--leaf-model"]),
