@@ -194,14 +194,15 @@ class _BaseMBNDT(BaseEstimator):
             X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite="allow-nan")
         raw = raw_table(X, self._column_kinds)
         if raw.dtype == object:
-            self._warn_levels_matching_as_numbers(raw)
+            self._warn_levels_matching_as_numbers(raw, X)
         return raw
 
-    def _warn_levels_matching_as_numbers(self, raw):
+    def _warn_levels_matching_as_numbers(self, raw, X):
         # Levels are matched as text: a column of codes read as floats
         # ('1.0') matches none of fit's '1' and every row would take the
         # unseen levels' branches without a word.  Known levels: those the
         # splits list (all a model read from JSON has, and all that matter).
+        # The warnings show the caller's values (X's), not their text.
         tree = self.tree_
         split_levels = {}
         for node in np.flatnonzero(np.asarray(tree.is_categorical, dtype=bool)):
@@ -214,7 +215,8 @@ class _BaseMBNDT(BaseEstimator):
             if not known or present.shape[0] == 0 or any(v in known for v in present):
                 continue
             name = _column_name(names, j)
-            sample = present[:1000].tolist()
+            given = X.iloc[:, j].to_numpy(dtype=object) if _is_dataframe(X) else X[:, j]
+            sample = given[raw[:, j] != MISSING][:1000].tolist()
             if warn_levels_spelled_otherwise(
                     type(self).__name__, name, sample, sorted(known),
                     "so every row takes the unseen levels' branch at its splits",
