@@ -629,7 +629,9 @@ _PARAMS_DOC = """
         Merge the levels of a categorical column whose training weight (row
         count) is below this, and those beyond the 255 heaviest, into one
         level ``"<other>"``.  None never merges and rejects a column with more
-        than 256 levels.
+        than 256 levels.  A warning says when a column loses all its levels
+        this way, or when one merged past the cap looks like an identifier
+        or like dates (columns to leave out or convert, not to merge).
     extrapolation : {{"none", "clip"}}, default="none"
         What ``predict`` does with values outside the training data of the
         row's leaf. "none" applies the leaf model as it is (a linear model

@@ -660,13 +660,14 @@ def _rebuild_too_many_levels(column, n_levels, text, hint):
     return error
 
 
-def too_many_levels_hint(levels, n_rows):
+def too_many_levels_hint(levels, n_rows, numbers=True):
     """What a column with too many levels more likely is, as advice, or "".
 
     Merging rare levels is the wrong remedy for a column of dates or times
     (a number in disguise) or of identifiers (one level per row): say so.
     The advice has a ``{drop}`` field for the caller's way of dropping a
-    column (``str.format``).
+    column (``str.format``).  With ``numbers`` False, numbers stored as text
+    (which fit warns of anyway) get no advice here.
     """
     import pandas as pd
 
@@ -674,6 +675,8 @@ def too_many_levels_hint(levels, n_rows):
     if len(sample) < 0.9 * min(len(levels), 200):
         return ""
     if sum(map(reads_as_number, sample)) >= 0.9 * len(sample):
+        if not numbers:
+            return ""
         return ("Its values are numbers stored as text: convert them to numbers "
                 "(e.g. pd.to_numeric(..., errors='coerce')) to split on them as such, or "
                 "{drop}")
@@ -999,6 +1002,10 @@ class Preparation:
             if len(levels) > 1 and merged.all():
                 self._warn_all_levels_merged(estimator, _column_name(names, j), levels,
                                              int(present.sum()), not present.all())
+            elif len(levels) > MAX_CATEGORIES:
+                self._warn_merged_column_looks_wrong(
+                    estimator, _column_name(names, j), levels, int(merged.sum()),
+                    int(present.sum()))
         kept_levels = [v for v, mg in zip(levels, merged, strict=True) if not mg]
         merged_levels = [v for v, mg in zip(levels, merged, strict=True) if mg]
         self.categories_[j] = np.array(kept_levels + ([OTHER] if merged_levels else []),
@@ -1023,6 +1030,23 @@ class Preparation:
             "training weight, so all are merged into one '<other>' level and the column "
             + ("only separates missing values from the others" if has_missing
                else "cannot split") + (f". {hint}" if hint else ""),
+            UserWarning, stacklevel=_user_stacklevel())
+
+    def _warn_merged_column_looks_wrong(self, estimator, name, levels, n_merged, n_rows):
+        # Past the level cap, merging keeps the heaviest levels; for an
+        # identifier those are single rows, which the level-set splits (levels
+        # ordered by the node's residuals) group to fit noise, and dates
+        # lose their order.  Say what the column looks like, as the error
+        # without merging does (numbers stored as text have their own
+        # warning).
+        hint = too_many_levels_hint(levels, n_rows, numbers=False).format(
+            drop="leave the column out of X")
+        if not hint:
+            return
+        warnings.warn(
+            f"{type(estimator).__name__}: categorical column {name} has {len(levels)} "
+            f"levels; min_category_weight={self.min_category_weight} merged {n_merged} of "
+            f"them into one '<other>' level and kept {len(levels) - n_merged}. {hint}",
             UserWarning, stacklevel=_user_stacklevel())
 
     def _set_lookup(self, j):

@@ -341,6 +341,32 @@ def test_all_levels_merged_warns():
 
 
 @pytest.mark.parametrize("column, hint", [
+    ([f"id{i:04d}" for i in range(600)],
+     r"'c' has 600 levels; min_category_weight=0 merged 345 of them into one '<other>' "
+     r"level and kept 255\. Almost every row has its own level \(an identifier\?\): "
+     r"leave the column out of X, as it cannot generalize$"),
+    (pd.date_range("2021-01-01", periods=600, freq="D").astype(str),
+     r"\. Its values look like dates or times: convert them to numbers"),
+    ([f"{v:.4f}" for v in np.linspace(0, 1, 600)], r"holds numbers stored as text"),
+])
+def test_merging_a_column_that_looks_wrong_warns(column, hint):
+    """Past the level cap, merging keeps the heaviest levels: for identifiers
+    single rows, which level-set splits group to fit noise, and dates lose
+    their order.  A warning says what the column looks like (numbers stored
+    as text: only their own warning, once); a column of ordinary levels
+    merged the same way stays silent."""
+    X = pd.DataFrame({"c": column, "x": np.arange(600.0)})
+    y = np.sin(np.arange(600.0))
+    with pytest.warns(UserWarning, match=hint) as record:
+        CLARITreeRegressor(max_depth=1, min_category_weight=0).fit(X, y)
+    assert len(record) == 1 and record[0].filename == __file__
+    ordinary = X.assign(c=[f"l{i % 300:03d}" for i in range(600)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CLARITreeRegressor(max_depth=1, min_category_weight=0).fit(ordinary, y)
+
+
+@pytest.mark.parametrize("column, hint", [
     (pd.date_range("2021-01-01", periods=400, freq="D").astype(str),
      r"\. Its values look like dates or times: convert them to numbers .* or leave the "
      r"column out of X$"),
