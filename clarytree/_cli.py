@@ -1001,8 +1001,8 @@ def build_parser():
     fit.add_argument("--n-jobs", type=_checked(int, lambda v: v == -1 or v >= 1,
                                                "a positive integer or -1"),
                      default=None, help="with --cv: parallel CV tasks; otherwise threads "
-                     "of the fit (the lookahead search and the per-column preparation; "
-                     "-1: all cores; the tree does not depend on it)")
+                     "of the fit (the lookahead search, the nodes' sums and the per-column "
+                     "preparation; -1: all cores; the tree does not depend on it)")
     fit.add_argument("--test-size", type=_test_size, default=0.2,
                      help="held-out fraction for the test R2 (0 to train on all rows)")
     fit.add_argument("--random-state", type=_non_negative_int, default=0,
