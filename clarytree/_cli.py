@@ -15,6 +15,7 @@ import shlex
 import sys
 import time
 import warnings
+from collections import Counter
 
 import numpy as np
 
@@ -183,12 +184,8 @@ def _refuse_duplicate_names(path, header):
     """
     if header.shape[0] == 0:
         return
-    names = [v for v in header.iloc[0] if isinstance(v, str)]
-    seen, repeated = set(), []
-    for name in names:
-        if name in seen and name not in repeated:
-            repeated.append(name)
-        seen.add(name)
+    counts = Counter(v for v in header.iloc[0] if isinstance(v, str))
+    repeated = [name for name, count in counts.items() if count > 1]
     if repeated:
         which = _list([repr(name) for name in repeated], 5)
         raise UsageError(f"cannot read {path}: its header gives more than one column the "

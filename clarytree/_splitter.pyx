@@ -868,47 +868,30 @@ cdef class Splitter:
     cdef void _add_stats_by_ranges(self, SplitterWork* w, const int* rows,
                                    Py_ssize_t n_rows, double* total, double* hist,
                                    unsigned long long* keys, Py_ssize_t skip) noexcept nogil:
-        # The row-by-row sums of _add_stats, WIDE_COLS columns at a time over
+        # The row-by-row sums of _add_stats, EXACT_COLS columns at a time over
         # a block of rows: every element still adds the rows one at a time
         # in the given order (the same bits), but one column range of all
         # the bins stays in cache while the block's rows pass, where a row
         # added in full touches every feature's bin (MBs of them with many
         # regression features, so each row's adds went to memory).
-        cdef Py_ssize_t i, f, g, c, c1, row, start = 0, m, off
-        cdef Py_ssize_t n_stats = self.n_stats, nf = self.n_features
-        cdef Py_ssize_t S = self.urow_stride
-        cdef double* U = w.urows
-        cdef double* u
-        cdef int* bb = w.gather_bins
-        cdef Py_ssize_t* offs = w.row_bins
-        cdef unsigned long long key
+        cdef Py_ssize_t i, start = 0, m
         while start < n_rows:
             m = min(self.gram_block, n_rows - start)
             for i in range(m):
-                row = rows[start + i]
-                u = U + i * S
-                memset(u, 0, n_stats * sizeof(double))
-                add_row(&w.crit, u, row)        # the row path's products, bit for bit
-                self.bins_row(row, bb + i * nf)
-                key = _row_key(row)
-                for f in range(nf):
-                    off = self.hist_offset[f]
-                    if off >= 0 and f != skip:
-                        keys[off + bb[i * nf + f]] += key
-            c = 0
-            while c < n_stats:
-                c1 = min(c + EXACT_COLS, n_stats)
-                for i in range(m):
-                    g = 0
-                    for f in range(nf):
-                        off = self.hist_offset[f]
-                        if off < 0 or f == skip:
-                            continue
-                        offs[g] = (off + bb[i * nf + f]) * n_stats
-                        g += 1
-                    _add_row_bins(total + c, hist + c, U + i * S + c, c1 - c, offs, g)
-                c = c1
+                self._gather_row(w, rows[start + i], i)
+            self._add_feature_range(w, rows + start, m, total, hist, keys, 0,
+                                    self.n_features, skip, EXACT_COLS, w.row_bins)
             start += m
+
+    cdef void _gather_row(self, const SplitterWork* w, Py_ssize_t row,
+                          Py_ssize_t i) noexcept nogil:
+        # Row ``row`` as the i-th of a gathered block: its packed products
+        # (the row path's, bit for bit) in w.urows and its bins in
+        # w.gather_bins.
+        cdef double* u = w.urows + i * self.urow_stride
+        memset(u, 0, self.n_stats * sizeof(double))
+        add_row(&w.crit, u, row)
+        self.bins_row(row, w.gather_bins + i * self.n_features)
 
     cdef bint _add_stats_threaded(self, SplitterWork* w, const int* rows,
                                   Py_ssize_t n_rows, double* total, double* hist,
@@ -925,9 +908,7 @@ cdef class Splitter:
         # thread is better: inside a parallel region or for a small call.
         cdef Py_ssize_t f, c, i, m, start = 0, n_chunks, n_hist = 0, rank = 0, cols
         cdef Py_ssize_t n_stats = self.n_stats, nf = self.n_features
-        cdef Py_ssize_t S = self.urow_stride
         cdef Py_ssize_t[::1] first = self.thread_first_feature
-        cdef double* u
         for f in range(nf):
             if self.hist_offset[f] >= 0 and f != skip:
                 n_hist += 1
@@ -952,10 +933,7 @@ cdef class Splitter:
         while start < n_rows:
             m = min(self.gram_block, n_rows - start)
             for i in prange(m, schedule="static", num_threads=n_chunks):
-                u = w.urows + i * S
-                memset(u, 0, n_stats * sizeof(double))
-                add_row(&w.crit, u, rows[start + i])   # the row path's products
-                self.bins_row(rows[start + i], w.gather_bins + i * nf)
+                self._gather_row(w, rows[start + i], i)
             for c in prange(n_chunks, schedule="static", chunksize=1, num_threads=n_chunks):
                 self._add_feature_range(w, rows + start, m, total if c == 0 else NULL, hist,
                                         keys, first[c], first[c + 1], skip, cols,
