@@ -260,6 +260,9 @@ cdef class LookaheadBuilder(TreeBuilder):
                                     double* score, Py_ssize_t n_cand, Py_ssize_t skip,
                                     double bound, bint report, bint waves) except -1 nogil
     cdef Py_ssize_t _done(self, Py_ssize_t skip) noexcept nogil
+    cdef Py_ssize_t _split_candidate(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                                     Py_ssize_t depth, int side, Py_ssize_t remaining,
+                                     const Candidate* c, CarryState* carry) except -2 nogil
     cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     const Candidate* c, CarryState* carry, double bound,

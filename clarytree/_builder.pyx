@@ -1540,6 +1540,49 @@ cdef class LookaheadBuilder(TreeBuilder):
                 return i
         return -1
 
+    cdef Py_ssize_t _split_candidate(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                                     Py_ssize_t depth, int side, Py_ssize_t remaining,
+                                     const Candidate* c, CarryState* carry) except -2 nogil:
+        """Partition the node's rows by ``c`` and prepare its children's sums.
+
+        Returns the first row of the right child, or -1 for a duplicate
+        partition (nothing to score; the carried sums still move past it).
+        The children's statistics are at ``depth + 1``; the caller restores
+        the node's row orders once the candidate is scored.
+        """
+        cdef Py_ssize_t mid, d = depth + 1
+        cdef bint carried = self.splitter.n_swept == 0
+        # With histogram features only, the left child's statistics are
+        # carried along each feature's threshold sweep (adding the rows
+        # that cross) and the right child's are the parent's minus them.
+        if carried:
+            self.splitter.carry_left(&ws.sw, start, end, c, carry, self.ctx.total(ws, d, 0),
+                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
+                                     self.ctx.hist(ws, depth, side),
+                                     self.ctx.keys(ws, depth, side))
+        if c.duplicate:
+            return -1
+        mid = self.splitter.take_carried(&ws.sw, start, end, c, carry) if carried else -1
+        if mid < 0:
+            mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
+                                          self.ctx.hist(ws, depth, side))
+        if carried:
+            self.splitter.subtract_stats(
+                self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
+                self.ctx.keys(ws, depth, side),
+                self.ctx.total(ws, d, 0), self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
+                self.ctx.total(ws, d, 1), self.ctx.hist(ws, d, 1), self.ctx.keys(ws, d, 1))
+        else:
+            self.prepare_children(ws, start, mid, end, depth,
+                                  self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
+                                  self.ctx.keys(ws, depth, side), False)
+        # Children with two levels left carry their own children's sums
+        # along this sweep (see _carried_children); the caller clears it.
+        if (carried and remaining == 3 and self.ctx.carry_children
+                and not self.splitter.categorical[c.feature]):
+            ws.carried[d] = carry
+        return mid
+
     cdef int _score(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                     Py_ssize_t depth, int side, Py_ssize_t remaining,
                     const Candidate* c, CarryState* carry, double bound,
@@ -1556,37 +1599,10 @@ cdef class LookaheadBuilder(TreeBuilder):
         cdef Py_ssize_t mid, d = depth + 1
         cdef double left, right
         cdef double floor = tie_floor(self.ctx.total(ws, depth, side), self.ctx.n_stats)
-        cdef bint carried = self.splitter.n_swept == 0
         score[0] = INFINITY
-        # With histogram features only, the left child's statistics are
-        # carried along each feature's threshold sweep (adding the rows
-        # that cross) and the right child's are the parent's minus them.
-        if carried:
-            self.splitter.carry_left(&ws.sw, start, end, c, carry, self.ctx.total(ws, d, 0),
-                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
-                                     self.ctx.hist(ws, depth, side),
-                                     self.ctx.keys(ws, depth, side))
-        if c.duplicate:
-            return 0
-        mid = self.splitter.take_carried(&ws.sw, start, end, c, carry) if carried else -1
+        mid = self._split_candidate(ws, start, end, depth, side, remaining, c, carry)
         if mid < 0:
-            mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
-                                          self.ctx.hist(ws, depth, side))
-        if carried:
-            self.splitter.subtract_stats(
-                self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
-                self.ctx.keys(ws, depth, side),
-                self.ctx.total(ws, d, 0), self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
-                self.ctx.total(ws, d, 1), self.ctx.hist(ws, d, 1), self.ctx.keys(ws, d, 1))
-        else:
-            self.prepare_children(ws, start, mid, end, depth,
-                                  self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
-                                  self.ctx.keys(ws, depth, side), False)
-        # Children with two levels left carry their own children's sums
-        # along this sweep (see _carried_children).
-        if (carried and remaining == 3 and self.ctx.carry_children
-                and not self.splitter.categorical[c.feature]):
-            ws.carried[d] = carry
+            return 0
         self.inner.grow(ws, start, mid, d, 0, remaining - 1, False, &left)
         if not improves(bound, left, floor):
             self.inner.grow(ws, mid, end, d, 1, remaining - 1, False, &right)
@@ -1736,7 +1752,6 @@ cdef class LookaheadBuilder(TreeBuilder):
         beat.
         """
         cdef Py_ssize_t mid, d = depth + 1, k, g, n_right = 0
-        cdef bint carried = self.splitter.n_swept == 0
         cdef Py_ssize_t t = ws - self.ctx.ws
         cdef double* left = &path.values[t, d, 0, 0]
         cdef double* right = &path.values[t, d, 1, 0]
@@ -1745,30 +1760,9 @@ cdef class LookaheadBuilder(TreeBuilder):
         cdef double floor = tie_floor(self.ctx.total(ws, depth, side), self.ctx.n_stats)
         for k in range(n_group):
             score[group[k]] = INFINITY
-        if carried:
-            self.splitter.carry_left(&ws.sw, start, end, c, carry, self.ctx.total(ws, d, 0),
-                                     self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
-                                     self.ctx.hist(ws, depth, side),
-                                     self.ctx.keys(ws, depth, side))
-        if c.duplicate:
-            return 0
-        mid = self.splitter.take_carried(&ws.sw, start, end, c, carry) if carried else -1
+        mid = self._split_candidate(ws, start, end, depth, side, remaining, c, carry)
         if mid < 0:
-            mid = self.splitter.partition(&ws.sw, start, end, c.feature, c.bin,
-                                          self.ctx.hist(ws, depth, side))
-        if carried:
-            self.splitter.subtract_stats(
-                self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
-                self.ctx.keys(ws, depth, side),
-                self.ctx.total(ws, d, 0), self.ctx.hist(ws, d, 0), self.ctx.keys(ws, d, 0),
-                self.ctx.total(ws, d, 1), self.ctx.hist(ws, d, 1), self.ctx.keys(ws, d, 1))
-        else:
-            self.prepare_children(ws, start, mid, end, depth,
-                                  self.ctx.total(ws, depth, side), self.ctx.hist(ws, depth, side),
-                                  self.ctx.keys(ws, depth, side), False)
-        if (carried and remaining == 3 and self.ctx.carry_children
-                and not self.splitter.categorical[c.feature]):
-            ws.carried[d] = carry       # as _score
+            return 0
         self.inner.grow_path(ws, path, start, mid, d, 0, remaining - 1, False, group,
                              n_group, left)
         for k in range(n_group):
