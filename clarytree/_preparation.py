@@ -1292,6 +1292,9 @@ class Preparation:
         def column(c):
             f, kind = columns[c]
             out = np.empty(n, dtype=dtype) if n_workers > 1 else bins[:, c]
+            if kind != LEVEL_SET and self.n_thresholds is None and n_bins[c] > max_hist_bins:
+                self._swept_column_bins(X[:, f], f, kind, out, order[c])
+                return out
             # In blocks of rows: the temporaries stay small beside the bins.
             for lo in range(0, n, BIN_BLOCK):
                 hi = min(n, lo + BIN_BLOCK)
@@ -1307,6 +1310,39 @@ class Preparation:
             if n_workers > 1:
                 bins[:, c] = out
         return bins, order, n_bins
+
+    def _swept_column_bins(self, x, f, kind, out, order):
+        """Bins (into ``out``) and bin order (into ``order``) of a swept column.
+
+        With every midpoint a threshold (``n_thresholds=None``) a column has
+        as many bins as distinct values, so a binary search of each row's
+        value in the whole pool misses the caches on every row, and so does
+        sorting the bins afterwards.  Instead the values are sorted once
+        (NaN last, ties by row) and binned in that order, where consecutive
+        searches touch the same part of the pool.  The value order is the
+        bin order with ties by row index (what ``bins`` promises) unless a
+        bin holds distinct values whose rows are out of index order; then
+        the bins are sorted as the other columns' are.
+        """
+        x = np.ascontiguousarray(x)
+        by_value = np.argsort(x, kind="stable")
+        pool = self.thresholds_[f]
+        in_order = True
+        last_bin = last_row = -1
+        for lo in range(0, x.shape[0], BIN_BLOCK):
+            rows = by_value[lo:lo + BIN_BLOCK]
+            values = x[rows]
+            value_bin = np.searchsorted(pool, values, side="left")
+            if kind != PLAIN:
+                value_bin[np.isnan(values)] = self._n_values(f)
+            out[rows] = value_bin
+            if in_order:
+                # Bins ascend along the value order; rows must ascend within a bin.
+                same_bin = np.r_[value_bin[0] == last_bin, value_bin[1:] == value_bin[:-1]]
+                rows_down = np.r_[rows[0] < last_row, rows[1:] < rows[:-1]]
+                in_order = not np.any(same_bin & rows_down)
+                last_bin, last_row = value_bin[-1], rows[-1]
+        order[:] = by_value if in_order else np.argsort(out, kind="stable")
 
     def _column_bins(self, x, f, kind):
         """Bins of the values ``x`` of feature ``f`` in a split column of ``kind``."""

@@ -467,6 +467,60 @@ def test_bins_are_the_narrowest_type_the_pools_allow(n_thresholds, dtype):
         np.testing.assert_array_equal(data.bins[:, c], expected)
 
 
+def _reference_bins_and_order(prep, X, column_kinds):
+    """Each value's number of thresholds below it, then the stable argsort."""
+    bins, order = [], []
+    for f, _ in column_kinds:
+        pool = prep.thresholds_[f]
+        b = np.where(np.isnan(X[:, f]), len(pool) + 1, np.searchsorted(pool, X[:, f]))
+        bins.append(b)
+        order.append(np.argsort(b, kind="stable"))
+    return np.array(bins).T, np.array(order)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_swept_columns_bin_and_order_as_searchsorted_and_stable_argsort(n_jobs):
+    """Every-midpoint pools bin from one sort of the values: the same bins
+    and the same (bin, row) order as a search per row and a stable sort of
+    the bins, with ties, signed zeros, NaN, and more rows than a block."""
+    rng = np.random.default_rng(8)
+    n = 70_000
+    X = np.column_stack([
+        rng.normal(size=n),
+        np.round(rng.normal(size=n), 2),             # many ties
+        rng.choice([-0.0, 0.0, 1.5, -2.0], size=n),  # signed zeros are one value
+        rng.exponential(size=n),
+    ])
+    X[rng.random(n) < 0.1, 1] = np.nan
+    X[rng.random(n) < 0.02, 3] = np.nan
+    y = rng.normal(size=n)
+    est = CholeskyTreeRegressor(n_thresholds=None, n_jobs=n_jobs)
+    prep = Preparation(n_thresholds=None)
+    data = prep.fit(est, X, y)
+    assert [kind for _, kind in prep.split_columns()] == [PLAIN, MISSING_BIN, PLAIN, MISSING_BIN]
+    bins, order = _reference_bins_and_order(prep, X, prep.split_columns())
+    np.testing.assert_array_equal(data.bins, bins)
+    # Every column is ordered (column 2 has only 4 bins, but some column is swept).
+    np.testing.assert_array_equal(data.order, order)
+
+
+def test_swept_column_with_several_values_per_bin_sorts_its_bins():
+    """A pool coarser than the values (not reachable from n_thresholds=None,
+    where every bin holds one value) still gives the (bin, row) order."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=5000)
+    x[::7] = np.nan
+    prep = Preparation(n_thresholds=None)
+    prep.fit(CholeskyTreeRegressor(), x[:, None], rng.normal(size=5000))
+    prep.thresholds_[0] = np.array([-1.0, 0.0, 0.5])
+    out = np.empty(5000, dtype=np.int32)
+    order = np.empty(5000, dtype=np.int32)
+    prep._swept_column_bins(x, 0, MISSING_BIN, out, order)
+    expected = np.where(np.isnan(x), 4, np.searchsorted([-1.0, 0.0, 0.5], x))
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(order, np.argsort(expected, kind="stable"))
+
+
 @pytest.mark.parametrize("columns", [[2], [0, 2], [0, 1, 2, 3]])
 @pytest.mark.parametrize("n", [5, 1000, 65539])
 def test_column_moments_are_numpys_without_a_copy(n, columns):
