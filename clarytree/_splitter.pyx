@@ -219,12 +219,83 @@ cdef extern from *:
     { CT_BIN_SUMS_BODY }
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
     #include <immintrin.h>
+    /* AVX2: up to 48 columns of a bin's sum held in twelve registers (the
+       plain loop kept the accumulator in memory: a load and a store per
+       element and row). */
+    __attribute__((target("avx2"), always_inline))
+    static inline void ct_flush256(double* hb, __m256d a, Py_ssize_t r) {
+        if (r >= 4) {
+            _mm256_storeu_pd(hb, _mm256_add_pd(_mm256_loadu_pd(hb), a));
+        } else if (r > 0) {
+            __m256i k = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)r),
+                                           _mm256_setr_epi64x(0, 1, 2, 3));
+            _mm256_maskstore_pd(hb, k, _mm256_add_pd(_mm256_maskload_pd(hb, k), a));
+        }
+    }
+    __attribute__((target("avx2"), always_inline))
+    static inline void ct_bin_chunk256(double* hb, const double* U, Py_ssize_t S,
+                                       const int* perm, Py_ssize_t first,
+                                       Py_ssize_t last, Py_ssize_t r, const int nc) {
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+                a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+        Py_ssize_t j;
+        for (j = first; j < last; j++) {
+            const double* u = U + (Py_ssize_t)perm[j] * S;
+            a0 = _mm256_add_pd(a0, _mm256_loadu_pd(u));
+            if (nc > 1) a1 = _mm256_add_pd(a1, _mm256_loadu_pd(u + 4));
+            if (nc > 2) a2 = _mm256_add_pd(a2, _mm256_loadu_pd(u + 8));
+            if (nc > 3) a3 = _mm256_add_pd(a3, _mm256_loadu_pd(u + 12));
+            if (nc > 4) a4 = _mm256_add_pd(a4, _mm256_loadu_pd(u + 16));
+            if (nc > 5) a5 = _mm256_add_pd(a5, _mm256_loadu_pd(u + 20));
+            if (nc > 6) a6 = _mm256_add_pd(a6, _mm256_loadu_pd(u + 24));
+            if (nc > 7) a7 = _mm256_add_pd(a7, _mm256_loadu_pd(u + 28));
+            if (nc > 8) a8 = _mm256_add_pd(a8, _mm256_loadu_pd(u + 32));
+            if (nc > 9) a9 = _mm256_add_pd(a9, _mm256_loadu_pd(u + 36));
+            if (nc > 10) a10 = _mm256_add_pd(a10, _mm256_loadu_pd(u + 40));
+            if (nc > 11) a11 = _mm256_add_pd(a11, _mm256_loadu_pd(u + 44));
+        }
+        ct_flush256(hb, a0, r);
+        if (nc > 1) ct_flush256(hb + 4, a1, r - 4);
+        if (nc > 2) ct_flush256(hb + 8, a2, r - 8);
+        if (nc > 3) ct_flush256(hb + 12, a3, r - 12);
+        if (nc > 4) ct_flush256(hb + 16, a4, r - 16);
+        if (nc > 5) ct_flush256(hb + 20, a5, r - 20);
+        if (nc > 6) ct_flush256(hb + 24, a6, r - 24);
+        if (nc > 7) ct_flush256(hb + 28, a7, r - 28);
+        if (nc > 8) ct_flush256(hb + 32, a8, r - 32);
+        if (nc > 9) ct_flush256(hb + 36, a9, r - 36);
+        if (nc > 10) ct_flush256(hb + 40, a10, r - 40);
+        if (nc > 11) ct_flush256(hb + 44, a11, r - 44);
+    }
     __attribute__((target("avx2")))
     static void ct_bin_sums_avx2(double* restrict h, const double* restrict U,
                                  Py_ssize_t S, Py_ssize_t c0, Py_ssize_t c1,
                                  const int* perm, const Py_ssize_t* ends,
                                  Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
-    { CT_BIN_SUMS_BODY }
+    {
+        Py_ssize_t b, c, first = 0, last, nc;
+        (void)acc;
+        for (b = 0; b < nb; b++) {
+            last = ends[b];
+            if (last > first) {
+                for (c = c0; c < c1; c += 48) {
+                    nc = (c1 - c) >> 2;
+                    double* hb = h + b * ns + c;
+                    const double* Uc = U + c;
+                    Py_ssize_t r = ns - c;
+                    switch (nc >= 12 ? 12 : nc) {
+                    case 2: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 2); break;
+                    case 4: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 4); break;
+                    case 6: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 6); break;
+                    case 8: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 8); break;
+                    case 10: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 10); break;
+                    default: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 12); break;
+                    }
+                }
+            }
+            first = last;
+        }
+    }
     /* AVX-512: up to 64 columns of a bin's sum held in eight registers. */
     __attribute__((target("avx512f"), always_inline))
     static inline void ct_flush512(double* hb, __m512d a, Py_ssize_t r) {
@@ -356,8 +427,18 @@ cdef extern from *:
         if (__builtin_cpu_supports("avx2")) return ct_bin_sums_avx2;
         return ct_bin_sums_base;
     }
+    /* Kernel k (0 plain, 1 AVX2, 2 AVX-512), or NULL where this CPU lacks it. */
+    static ct_bin_sums_fn ct_bin_sums_kernel(int k) {
+        __builtin_cpu_init();
+        if (k == 1 && __builtin_cpu_supports("avx2")) return ct_bin_sums_avx2;
+        if (k == 2 && __builtin_cpu_supports("avx512f")) return ct_bin_sums_avx512;
+        return k == 0 ? ct_bin_sums_base : NULL;
+    }
     #else
     static ct_bin_sums_fn ct_pick_bin_sums(void) { return ct_bin_sums_base; }
+    static ct_bin_sums_fn ct_bin_sums_kernel(int k) {
+        return k == 0 ? ct_bin_sums_base : NULL;
+    }
     static int ct_have_avx512(void) { return 0; }
     static void ct_row_products_avx512(double* U, Py_ssize_t S, const double* W,
                                        Py_ssize_t q, const int* rows, Py_ssize_t m,
@@ -370,6 +451,7 @@ cdef extern from *:
                                     Py_ssize_t, const int*, const Py_ssize_t*,
                                     Py_ssize_t, Py_ssize_t, double*) noexcept nogil
     ct_bin_sums_fn ct_pick_bin_sums() noexcept nogil
+    ct_bin_sums_fn ct_bin_sums_kernel(int k) noexcept nogil
     int ct_have_avx512() noexcept nogil
     void ct_row_products_avx512(double* U, Py_ssize_t S, const double* W, Py_ssize_t q,
                                 const int* rows, Py_ssize_t m, const long long* idx,
@@ -381,6 +463,38 @@ cdef extern from *:
 
 cdef ct_bin_sums_fn _bin_sums = ct_pick_bin_sums()
 cdef bint _have_avx512 = ct_have_avx512()
+
+
+def _bin_sums_kernels(double[:, ::1] hist, const double[:, ::1] U, const int[::1] perm,
+                      const Py_ssize_t[::1] ends, Py_ssize_t c0, Py_ssize_t c1):
+    """The bin sums of every kernel this CPU runs, for tests.
+
+    Adds ``U``'s rows, bin by bin (``perm`` and ``ends`` as in the search
+    sums), into copies of ``hist`` (bin stride ``hist.shape[1]``) over the
+    columns ``[c0, c1)``, multiples of 8 up to ``U.shape[1]``.  Returns
+    ``{name: array}`` for "plain", "avx2" and "avx512" where available.
+    """
+    cdef Py_ssize_t nb = ends.shape[0], ns = hist.shape[1], S = U.shape[1]
+    cdef ct_bin_sums_fn kernel
+    cdef double[:, ::1] out
+    cdef double[::1] acc = np.zeros(S)
+    if c0 % 8 or c1 % 8 or not 0 <= c0 < c1 <= S or S % 8 or ns > S:
+        raise ValueError("columns must be multiples of 8 within U, which is at least hist wide")
+    if hist.shape[0] != nb or (nb and ends[nb - 1] > perm.shape[0]):
+        raise ValueError("hist needs one row per bin and ends must stay within perm")
+    for i in range(perm.shape[0]):
+        if not 0 <= perm[i] < U.shape[0]:
+            raise ValueError("perm must index rows of U")
+    results = {}
+    for k, name in enumerate(("plain", "avx2", "avx512")):
+        kernel = ct_bin_sums_kernel(k)
+        if kernel == NULL:
+            continue
+        copy = np.array(hist, dtype=np.float64, order="C")
+        out = copy
+        kernel(&out[0, 0], &U[0, 0], S, c0, c1, &perm[0], &ends[0], nb, ns, &acc[0])
+        results[name] = copy
+    return results
 
 
 cdef inline unsigned long long _row_key(Py_ssize_t row) noexcept nogil:
@@ -867,6 +981,8 @@ cdef class Splitter:
             return
         for i in range(n_rows):
             row = rows[i]
+            if i + SWEEP_PREFETCH < n_rows:
+                self._prefetch_row(w, rows[i + SWEEP_PREFETCH])
             memset(u, 0, n_stats * sizeof(double))
             add_row(&w.crit, u, row)
             key = _row_key(row)
@@ -898,6 +1014,16 @@ cdef class Splitter:
             self._add_feature_range(w, rows + start, m, total, hist, keys, 0,
                                     self.n_features, skip, EXACT_COLS, w.row_bins)
             start += m
+
+    cdef void _prefetch_row(self, const SplitterWork* w, Py_ssize_t row) noexcept nogil:
+        # Hint the reads of a row soon to be summed: its design row (every
+        # cache line of it) and its bins.
+        cdef const char* x = <const char*>(w.crit.W + row * w.crit.q)
+        cdef Py_ssize_t b, size = w.crit.q * sizeof(double)
+        for b in range(0, size, 64):
+            ct_prefetch(x + b)
+        ct_prefetch(x + size - 1)
+        ct_prefetch(self.bin_address(row, 0))
 
     cdef void _gather_row(self, const SplitterWork* w, Py_ssize_t row,
                           Py_ssize_t i) noexcept nogil:
@@ -1032,6 +1158,8 @@ cdef class Splitter:
                 ct_row_products_any_avx512(U, S, W, q, rows + start, m)
             for i in range(m):
                 row = rows[start + i]
+                if start + i + SWEEP_PREFETCH < n_rows:
+                    self._prefetch_row(w, rows[start + i + SWEEP_PREFETCH])
                 if not _have_avx512:
                     src = W + row * q
                     u = U + i * S

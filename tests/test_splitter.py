@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from clarytree._builder import BuildContext
 from clarytree._criterion import ConstantCriterion, RidgeCriterion
-from clarytree._splitter import Splitter
+from clarytree._splitter import Splitter, _bin_sums_kernels
 
 from clarytree._classes import _assemble_builder
 from clarytree._thresholds import bin_features, threshold_pool
@@ -208,3 +208,37 @@ def test_bins_dtype_and_width_are_checked():
     assert n_bins.max() > 256
     with pytest.raises(ValueError, match="at most 256 bins"):
         Splitter(bins.astype(np.uint8), order, n_bins, 5, crit)
+
+
+@pytest.mark.parametrize("S", [8, 16, 48, 56, 80, 96, 104, 160])
+def test_every_bin_sums_kernel_adds_rows_in_order_like_numpy(S):
+    """Each vector kernel of the search sums (the ones this CPU runs) gives
+    the bits of adding a bin's rows one at a time from zero, then into the
+    bin, element by element; columns past n_stats and outside the range are
+    left alone.  Magnitudes spread over 1e±8 make any other order show."""
+    rng = np.random.default_rng(S)
+    m, nb = 300, 7
+    U = rng.normal(size=(m, S)) * 10.0 ** rng.integers(-8, 9, size=(m, S))
+    perm = rng.permutation(m).astype(np.int32)
+    ends = np.sort(rng.choice(np.arange(1, m), nb - 1, replace=False))
+    ends = np.r_[ends[:2], ends[1], ends[2:]].astype(np.intp)   # an empty bin
+    ends[-1] = m
+    for ns in sorted({S, S - 3, max(1, S - 9)}):
+        for c0, c1 in sorted({(0, S), (8, S), (0, 8), (8 * (S // 16), S)}):
+            if c0 >= c1:
+                continue
+            hist = rng.normal(size=(len(ends), ns))
+            expected = hist.copy()
+            first = 0
+            for b, last in enumerate(ends):
+                acc = np.zeros(S)
+                for j in range(first, last):
+                    acc = acc + U[perm[j]]
+                hi = min(c1, ns)
+                if last > first and hi > c0:
+                    expected[b, c0:hi] = expected[b, c0:hi] + acc[c0:hi]
+                first = last
+            results = _bin_sums_kernels(hist, U, perm, ends, c0, c1)
+            assert "plain" in results
+            for name, got in results.items():
+                np.testing.assert_array_equal(got, expected, err_msg=f"{name} S={S} ns={ns}")
