@@ -287,7 +287,6 @@ cdef class Splitter:
     cdef void _add_stats_by_ranges(self, SplitterWork* w, const int* rows,
                                    Py_ssize_t n_rows, double* total, double* hist,
                                    unsigned long long* keys, Py_ssize_t skip) noexcept nogil
-    cdef void _prefetch_row(self, const SplitterWork* w, Py_ssize_t row) noexcept nogil
     cdef void _gather_row(self, const SplitterWork* w, Py_ssize_t row,
                           Py_ssize_t i) noexcept nogil
     cdef bint _add_stats_threaded(self, SplitterWork* w, const int* rows,

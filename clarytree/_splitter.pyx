@@ -87,6 +87,17 @@ cdef extern from *:
 # large table, and the sweep's own work per row is too short to hide it.
 cdef Py_ssize_t SWEEP_PREFETCH = 16
 
+
+cdef inline void _prefetch_row(const double* x, Py_ssize_t q, const void* bins) noexcept nogil:
+    # Hint the reads of a row soon to be summed: its design row ``x`` (q
+    # doubles, every cache line of it) and its bins.
+    cdef const char* c = <const char*>x
+    cdef Py_ssize_t b, size = q * sizeof(double)
+    for b in range(0, size, 64):
+        ct_prefetch(c + b)
+    ct_prefetch(c + size - 1)
+    ct_prefetch(bins)
+
 # Bounded threshold scan: a child's ridge loss can only grow when rows are
 # added (for every beta the penalized sum of squares grows; the ridge term
 # does not depend on the rows), so along a feature's thresholds the left
@@ -219,6 +230,7 @@ cdef extern from *:
     { CT_BIN_SUMS_BODY }
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
     #include <immintrin.h>
+    #define CT_SUMS_PREFETCH 8
     /* AVX2: up to 48 columns of a bin's sum held in twelve registers (the
        plain loop kept the accumulator in memory: a load and a store per
        element and row). */
@@ -235,12 +247,20 @@ cdef extern from *:
     __attribute__((target("avx2"), always_inline))
     static inline void ct_bin_chunk256(double* hb, const double* U, Py_ssize_t S,
                                        const int* perm, Py_ssize_t first,
-                                       Py_ssize_t last, Py_ssize_t r, const int nc) {
+                                       Py_ssize_t last, Py_ssize_t stop, Py_ssize_t r,
+                                       const int nc) {
         __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
                 a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
-        Py_ssize_t j;
+        Py_ssize_t j, k;
         for (j = first; j < last; j++) {
             const double* u = U + (Py_ssize_t)perm[j] * S;
+            /* Rows come in bin order, scattered over a block larger than
+               the core's cache: ask for a later row's columns early. */
+            if (j + CT_SUMS_PREFETCH < stop) {
+                const double* ahead = U + (Py_ssize_t)perm[j + CT_SUMS_PREFETCH] * S;
+                for (k = 0; k < 4 * nc; k += 8)
+                    _mm_prefetch((const char*)(ahead + k), _MM_HINT_T0);
+            }
             a0 = _mm256_add_pd(a0, _mm256_loadu_pd(u));
             if (nc > 1) a1 = _mm256_add_pd(a1, _mm256_loadu_pd(u + 4));
             if (nc > 2) a2 = _mm256_add_pd(a2, _mm256_loadu_pd(u + 8));
@@ -273,7 +293,7 @@ cdef extern from *:
                                  const int* perm, const Py_ssize_t* ends,
                                  Py_ssize_t nb, Py_ssize_t ns, double* restrict acc)
     {
-        Py_ssize_t b, c, first = 0, last, nc;
+        Py_ssize_t b, c, first = 0, last, nc, stop = nb > 0 ? ends[nb - 1] : 0;
         (void)acc;
         for (b = 0; b < nb; b++) {
             last = ends[b];
@@ -284,12 +304,12 @@ cdef extern from *:
                     const double* Uc = U + c;
                     Py_ssize_t r = ns - c;
                     switch (nc >= 12 ? 12 : nc) {
-                    case 2: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 2); break;
-                    case 4: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 4); break;
-                    case 6: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 6); break;
-                    case 8: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 8); break;
-                    case 10: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 10); break;
-                    default: ct_bin_chunk256(hb, Uc, S, perm, first, last, r, 12); break;
+                    case 2: ct_bin_chunk256(hb, Uc, S, perm, first, last, stop, r, 2); break;
+                    case 4: ct_bin_chunk256(hb, Uc, S, perm, first, last, stop, r, 4); break;
+                    case 6: ct_bin_chunk256(hb, Uc, S, perm, first, last, stop, r, 6); break;
+                    case 8: ct_bin_chunk256(hb, Uc, S, perm, first, last, stop, r, 8); break;
+                    case 10: ct_bin_chunk256(hb, Uc, S, perm, first, last, stop, r, 10); break;
+                    default: ct_bin_chunk256(hb, Uc, S, perm, first, last, stop, r, 12); break;
                     }
                 }
             }
@@ -962,7 +982,7 @@ cdef class Splitter:
                          double* total, double* hist, unsigned long long* keys,
                          bint exact, Py_ssize_t skip) noexcept nogil:
         # add_stats, leaving out the bins of feature ``skip`` (-1: none).
-        cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist
+        cdef Py_ssize_t i, f, row, n_stats = self.n_stats, n_hist, ahead
         cdef Py_ssize_t nf = self.n_features, off
         cdef double* u = w.row_stats
         cdef Py_ssize_t* offs = w.row_bins
@@ -982,7 +1002,8 @@ cdef class Splitter:
         for i in range(n_rows):
             row = rows[i]
             if i + SWEEP_PREFETCH < n_rows:
-                self._prefetch_row(w, rows[i + SWEEP_PREFETCH])
+                ahead = rows[i + SWEEP_PREFETCH]
+                _prefetch_row(w.crit.W + ahead * w.crit.q, w.crit.q, self.bin_address(ahead, 0))
             memset(u, 0, n_stats * sizeof(double))
             add_row(&w.crit, u, row)
             key = _row_key(row)
@@ -1014,16 +1035,6 @@ cdef class Splitter:
             self._add_feature_range(w, rows + start, m, total, hist, keys, 0,
                                     self.n_features, skip, EXACT_COLS, w.row_bins)
             start += m
-
-    cdef void _prefetch_row(self, const SplitterWork* w, Py_ssize_t row) noexcept nogil:
-        # Hint the reads of a row soon to be summed: its design row (every
-        # cache line of it) and its bins.
-        cdef const char* x = <const char*>(w.crit.W + row * w.crit.q)
-        cdef Py_ssize_t b, size = w.crit.q * sizeof(double)
-        for b in range(0, size, 64):
-            ct_prefetch(x + b)
-        ct_prefetch(x + size - 1)
-        ct_prefetch(self.bin_address(row, 0))
 
     cdef void _gather_row(self, const SplitterWork* w, Py_ssize_t row,
                           Py_ssize_t i) noexcept nogil:
@@ -1133,7 +1144,7 @@ cdef class Splitter:
         # in place) and one register-held sum per non-empty bin, added to
         # the bin once per block: the bins are written once per block and
         # bin instead of once per row (see _bin_sums).
-        cdef Py_ssize_t i, j, a, k, f, g, c, c1, row, start = 0, m, nb, off
+        cdef Py_ssize_t i, j, a, k, f, g, c, c1, row, start = 0, m, nb, off, ahead
         cdef Py_ssize_t q = self.criterion.q, n_stats = self.n_stats
         cdef Py_ssize_t nf = self.n_features
         cdef Py_ssize_t S = self.urow_stride
@@ -1159,7 +1170,8 @@ cdef class Splitter:
             for i in range(m):
                 row = rows[start + i]
                 if start + i + SWEEP_PREFETCH < n_rows:
-                    self._prefetch_row(w, rows[start + i + SWEEP_PREFETCH])
+                    ahead = rows[start + i + SWEEP_PREFETCH]
+                    _prefetch_row(W + ahead * q, q, self.bin_address(ahead, 0))
                 if not _have_avx512:
                     src = W + row * q
                     u = U + i * S
