@@ -299,6 +299,7 @@ cdef extern from *:
             last = ends[b];
             if (last > first) {
                 for (c = c0; c < c1; c += 48) {
+                    /* c0 and c1 are multiples of 8: an even count of vectors. */
                     nc = (c1 - c) >> 2;
                     double* hb = h + b * ns + c;
                     const double* Uc = U + c;
