@@ -1326,15 +1326,12 @@ class Preparation:
         """
         x = np.ascontiguousarray(x)
         by_value = np.argsort(x, kind="stable")
-        pool = self.thresholds_[f]
         in_order = True
         last_bin = last_row = -1
         for lo in range(0, x.shape[0], BIN_BLOCK):
             rows = by_value[lo:lo + BIN_BLOCK]
             values = x[rows]
-            value_bin = np.searchsorted(pool, values, side="left")
-            if kind != PLAIN:
-                value_bin[np.isnan(values)] = self._n_values(f)
+            value_bin = self._column_bins(values, f, kind)
             out[rows] = value_bin
             if in_order:
                 # Bins ascend along the value order; rows must ascend within a bin.

@@ -89,8 +89,8 @@ cdef Py_ssize_t SWEEP_PREFETCH = 16
 
 
 cdef inline void _prefetch_row(const double* x, Py_ssize_t q, const void* bins) noexcept nogil:
-    # Hint the reads of a row soon to be summed: its design row ``x`` (q
-    # doubles, every cache line of it) and its bins.
+    # Hint the reads of a row soon to be summed or swept: its design row
+    # ``x`` (q doubles, every cache line of it) and the bin at ``bins``.
     cdef const char* c = <const char*>x
     cdef Py_ssize_t b, size = q * sizeof(double)
     for b in range(0, size, 64):
@@ -2428,8 +2428,7 @@ cdef class Splitter:
                 row = rows[i]
                 if i + SWEEP_PREFETCH < m:
                     ahead = rows[i + SWEEP_PREFETCH]
-                    ct_prefetch(W + ahead * q)
-                    ct_prefetch(self.bin_address(ahead, f))
+                    _prefetch_row(W + ahead * q, q, self.bin_address(ahead, f))
                 if incremental:
                     sweep_move_left(&w.crit, row)
                 else:
