@@ -81,7 +81,7 @@ _SEMANTICS = """
     one more level.  At predict time a missing value, and a categorical
     level unseen in training, follows the learned side; where a split saw
     no missing values in training they go to the child with more training
-    rows (``tree_.missing_go_left``).  In the leaf
+    weight, rows when unweighted (``tree_.missing_go_left``).  In the leaf
     regressions a missing feature counts as its training mean (0
     standardized), in fit and predict alike.
 
@@ -410,10 +410,13 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
         remedy = "pass X with at least one varying column"
     if sample_weight is not None and "min_samples" in cause and n < bins.shape[0]:
         # Weights that sum to less than the row count (e.g. normalized to 1)
-        # make few "rows": a row of weight w counts as w rows.
-        remedy += (f" (min_samples_leaf counts weight, a row of weight w as w rows: "
-                   f"sample_weight sums to {n:g} over {bins.shape[0]} rows; rescale it, "
-                   "e.g. to mean 1, if it is relative)")
+        # make few "rows" and squeeze the quantile pools, whatever the
+        # fraction min_samples_leaf is.
+        remedy += (f" (sample_weight counts rows, a row of weight w as w rows, for "
+                   "min_samples_leaf and for the threshold quantiles, which weights this "
+                   f"small squeeze towards each column's smallest values: it sums to {n:g} "
+                   f"over {bins.shape[0]} rows; rescale it, e.g. to mean 1, if it is "
+                   "relative)")
     warnings.warn(f"{type(estimator).__name__} cannot split: {cause}; the tree is a single "
                   f"leaf. To allow splits, {remedy}.", UnsplittableWarning, stacklevel=5)
 

@@ -280,16 +280,15 @@ def _not_numeric_target_advice(y, target, path):
 
 def _split_target(frame, target, path):
     """Return (X DataFrame, y array) with clear errors for bad columns."""
-    import pandas as pd
 
     if target not in frame.columns:
         raise UsageError(
             f"column {target!r} not found in {path}; columns: {_list(frame.columns)}")
     y = frame[target]
-    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+    if not _is_number_column(y):
         raise UsageError(f"target column {target!r} is not numeric"
                          + _not_numeric_target_advice(y, target, path))
-    y = y.to_numpy(dtype=np.float64)
+    y = y.to_numpy(dtype=np.float64, na_value=np.nan)
     if not np.all(np.isfinite(y)):
         bad = int(np.sum(~np.isfinite(y)))
         raise UsageError(f"target column {target!r} has {bad} missing or infinite value(s)")
@@ -299,12 +298,23 @@ def _split_target(frame, target, path):
     return X, y
 
 
+def _is_number_column(column):
+    """Numbers (not bools), or the ``decimal.Decimal`` objects of a Parquet decimal."""
+    import pandas as pd
+
+    from ._preparation import holds_decimals
+
+    if pd.api.types.is_bool_dtype(column):
+        return False
+    return pd.api.types.is_numeric_dtype(column) or (
+        column.dtype == object and holds_decimals(column.array))
+
+
 def _take_weights_and_drop(frame, args):
     """The table without ``--drop`` columns and ``--weight``'s column, and the weights.
 
     Returns ``(frame, weights)``: ``weights`` is None without ``--weight``.
     """
-    import pandas as pd
 
     drop = _column_list(args.drop)
     unknown = [c for c in drop if c not in frame.columns]
@@ -321,7 +331,7 @@ def _take_weights_and_drop(frame, args):
         if name == args.target:
             raise UsageError(f"--weight: {name!r} is the target column")
         column = frame[name]
-        if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        if not _is_number_column(column):
             raise UsageError(f"--weight: column {name!r} is not numeric")
         weights = column.to_numpy(dtype=np.float64, na_value=np.nan)
         bad = int(np.sum(~np.isfinite(weights) | (weights < 0)))
@@ -353,10 +363,7 @@ def _categorical_columns(X, spec, path):
     ``spec`` is the ``--categorical COL,...`` text (numeric codes declared
     categorical), or None.
     """
-    import pandas as pd
-
-    columns = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
-               or pd.api.types.is_bool_dtype(X[c])]
+    columns = [c for c in X.columns if not _is_number_column(X[c])]
     named = _column_list(spec)
     unknown = [c for c in named if c not in X.columns]
     if unknown:
@@ -696,10 +703,8 @@ def _cmd_mbndt(args):
         _warn_numeric_text(X[c], c, "to keep it categorical, leave it as it is")
     task = args.task
     if task == "auto":
-        import pandas as pd
-
-        numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
-        task = "regression" if numeric and y.nunique() > 10 else "classification"
+        task = ("regression" if _is_number_column(y) and y.nunique() > 10
+                else "classification")
     y = y.to_numpy()
     cls = MBNDTClassifier if task == "classification" else MBNDTRegressor
     if task == "regression":

@@ -244,9 +244,16 @@ cdef class ConstantCriterion(Criterion):
     """
 
     cdef double loss(self, const double* acc, CriterionWork* w) noexcept nogil:
+        cdef double square
         if acc[0] <= 0.0:
             return 0.0
-        return acc[2] - acc[1] * acc[1] / acc[0]
+        square = acc[1] * acc[1]
+        if square == INFINITY:
+            # Weights above ~1e150 overflow the square (their sums and the
+            # loss do not): divide first there only, keeping every other
+            # loss's bits.
+            return acc[2] - acc[1] * (acc[1] / acc[0])
+        return acc[2] - square / acc[0]
 
     cdef void coef(self, const double* acc, double* beta,
                    CriterionWork* w) noexcept nogil:

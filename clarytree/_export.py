@@ -1509,15 +1509,15 @@ def _raw_plot_columns(X, names):
     for a pandas ``category`` column, else sorted).
     """
     from ._preparation import (
-        _dtype_is_categorical,
         _factorize,
         _python_scalar,
         _sorted_levels_of,
+        column_is_categorical,
     )
 
     if hasattr(X, "iloc") and hasattr(X, "dtypes"):
         columns = [X.iloc[:, j] for j in range(X.shape[1])]
-        categorical = [_dtype_is_categorical(c.dtype) for c in columns]
+        categorical = [column_is_categorical(c) for c in columns]
     else:
         A = np.asarray(X)
         columns = [A[:, j] for j in range(A.shape[1])]

@@ -18,10 +18,14 @@ is not needed), with these dtypes:
   float) or integer;
 - dates and durations: numpy's ``datetime64``/``timedelta64``, which the
   estimators reject with a message naming the column, as for pandas;
+- ``Null`` (a column of nulls only): ``object`` of ``None``, missing
+  everywhere (the pandas twin of such a column);
 - nested types (``List``, ``Struct``, ``Array``, ``Object``): a
   ``TypeError`` naming the column.
 
-pyarrow tables use pyarrow's own ``to_pandas``; any other object with the
+pyarrow tables use pyarrow's own ``to_pandas``, with decimal columns cast
+to float first (``to_pandas`` makes them ``object`` columns of
+``decimal.Decimal``); any other object with the
 Arrow C stream or dataframe interchange protocol and column names goes
 through pandas' readers of those protocols.
 """
@@ -89,14 +93,31 @@ def as_pandas(X):
         return _polars_to_pandas(X, _import_pandas(X))
     pd = _import_pandas(X)
     if module == "pyarrow" and hasattr(X, "to_pandas"):
-        return X.to_pandas()
+        return _decimals_as_float(X).to_pandas()
     if hasattr(X, "__arrow_c_stream__") and hasattr(pd.DataFrame, "from_arrow"):
         return pd.DataFrame.from_arrow(X)
     return pd.api.interchange.from_dataframe(X)
 
 
+def _decimals_as_float(table):
+    """A pyarrow Table with its decimal columns cast to float64.
+
+    Through their decimal text: Arrow's direct cast can land an ulp off the
+    nearest double (28.58 as 28.580000000000002), where parsing the text
+    rounds correctly, as ``float(Decimal)``, polars and a CSV reader do.
+    """
+    import pyarrow as pa
+
+    for j, field in enumerate(table.schema):
+        if pa.types.is_decimal(field.type):
+            values = table.column(j).cast(pa.string()).cast(pa.float64())
+            table = table.set_column(j, field.with_type(pa.float64()), values)
+    return table
+
+
 def _polars_kind(dtype):
-    """'category', 'text', 'bool', 'number', 'time' or 'nested' for a polars dtype."""
+    """'category', 'text', 'bool', 'number', 'time', 'null' or 'nested' for a
+    polars dtype."""
     name = type(dtype).__name__ if not isinstance(dtype, type) else dtype.__name__
     if name in ("Categorical", "Enum"):
         return "category"
@@ -106,7 +127,9 @@ def _polars_kind(dtype):
         return "bool"
     if name in ("Date", "Datetime", "Duration", "Time"):
         return "time"
-    if name in ("List", "Array", "Struct", "Object", "Binary", "Null", "Unknown"):
+    if name == "Null":
+        return "null"
+    if name in ("List", "Array", "Struct", "Object", "Binary", "Unknown"):
         return "nested"
     if getattr(dtype, "is_numeric", lambda: False)():
         return "number"
@@ -122,6 +145,9 @@ def _polars_to_pandas(X, pd):
             raise TypeError(f"column {name!r} has polars dtype {dtype}, which is neither "
                             "numeric nor categorical; convert it (e.g. to String) or "
                             "drop it")
+        if kind == "null":
+            data[name] = np.full(len(column), None, dtype=object)
+            continue
         values = column.to_numpy()
         if kind == "category":
             # An Enum declares its categories; a Categorical (polars >= 2

@@ -26,6 +26,7 @@ pandas or parameter names.
 """
 
 import datetime
+import decimal
 import numbers
 import os
 import sys
@@ -240,12 +241,40 @@ def _unique_columns(idx, parameter, feature_names):
 
 
 def _dtype_is_categorical(dtype):
-    """pandas ``category``, ``object``, ``string`` and ``bool`` columns."""
+    """pandas ``category``, ``object``, ``string`` and ``bool`` columns.
+
+    Arrow decimals (``decimal128(...)[pyarrow]``, whose numpy kind is ``O``)
+    are numbers.
+    """
     kind = getattr(dtype, "kind", None)
     name = str(dtype)
-    return not is_period_dtype(dtype) and (
+    return not is_period_dtype(dtype) and not name.startswith("decimal") and (
         name == "category" or name.startswith("string") or name == "boolean"
         or kind in ("O", "b", "U", "S"))
+
+
+def column_is_categorical(column):
+    """Whether "from_dtype" makes the pandas ``column`` categorical.
+
+    By its dtype (see ``_dtype_is_categorical``), except an ``object`` column
+    of ``decimal.Decimal`` numbers: pandas reads SQL ``NUMERIC`` and Parquet
+    decimal columns so, and they are numbers.
+    """
+    return _dtype_is_categorical(column.dtype) and not (
+        column.dtype == object and holds_decimals(column.array))
+
+
+def holds_decimals(column):
+    """Whether an object column's present values are all ``decimal.Decimal``
+    (and there is one); the first values decide whether the whole column is
+    looked at."""
+    import pandas as pd
+
+    head = np.asarray(column[:HEAD_VALUES], dtype=object)
+    head = head[~_missing_mask(head)]
+    if head.shape[0] == 0 or not all(isinstance(v, decimal.Decimal) for v in head):
+        return False
+    return pd.api.types.infer_dtype(np.asarray(column, dtype=object), skipna=True) == "decimal"
 
 
 def is_period_dtype(dtype):
@@ -628,8 +657,12 @@ def validate_sample_weight(sample_weight, n):
         raise ValueError("sample_weight must be finite (no NaN or inf)")
     if np.any(w < 0):
         raise ValueError("sample_weight must be non-negative")
-    if not w.sum() > 0:
+    total = w.sum()
+    if not total > 0:
         raise ValueError("sample_weight must not be all zero: its sum must be positive")
+    if not np.isfinite(total):
+        raise ValueError(f"sample_weight sums to more than float64 holds (its largest "
+                         f"weight is {w.max():g}); divide the weights by a constant")
     return w
 
 
@@ -749,8 +782,9 @@ class Preparation:
                 raise ValueError("categorical_features must be 'from_dtype', None, or "
                                  f"column indices, names or a boolean mask; got {spec!r}")
             if _is_frame(X):
-                mask[:] = [_dtype_is_categorical(dt) for dt in X.dtypes]
-                for j, (_, column) in enumerate(X.items()):
+                columns = [column for _, column in X.items()]
+                mask[:] = [column_is_categorical(column) for column in columns]
+                for j, column in enumerate(columns):
                     if mask[j]:
                         name = _column_name(feature_names, j)
                         if column.dtype == object and not hasattr(column, "cat"):
@@ -792,12 +826,18 @@ class Preparation:
         if not self.is_categorical_.any():
             if getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S"):
                 self._name_text_column(estimator, X)
-            if y is None:
-                X = validate_data(estimator, X, dtype=np.float64, ensure_all_finite=False,
-                                  order="C", reset=reset)
-            else:
-                X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64,
-                                     ensure_all_finite=False, order="C", reset=reset)
+            frame = X if _is_frame(X) else None
+            try:
+                if y is None:
+                    X = validate_data(estimator, X, dtype=np.float64, ensure_all_finite=False,
+                                      order="C", reset=reset)
+                else:
+                    X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64,
+                                         ensure_all_finite=False, order="C", reset=reset)
+            except ValueError:
+                if frame is not None:
+                    self._name_text_frame_column(frame, reset)
+                raise
             self._check_finite_numeric(estimator, X)
             return X, None, y
         validate_data(estimator, X, reset=reset, skip_check_array=True)
@@ -827,6 +867,17 @@ class Preparation:
                     f"column {_column_name(names, j)} is not numeric; declare it in "
                     "categorical_features (a numpy array's columns are numeric unless "
                     "declared) or encode it as numbers") from None
+
+    def _name_text_frame_column(self, X, fitting):
+        """A DataFrame's first column that is not numbers, named (pandas'
+        message names only the value); returns when every column converts."""
+        names = [str(c) for c in X.columns]
+        for j, (_, column) in enumerate(X.items()):
+            try:
+                column.to_numpy(dtype=np.float64, na_value=np.nan)
+            except (TypeError, ValueError):
+                raise ValueError(_not_numeric_message(column, _column_name(names, j),
+                                                      fitting)) from None
 
     def _check_finite_numeric(self, estimator, X):
         bad = np.isinf(X).any(axis=0)

@@ -1,5 +1,6 @@
 """End-to-end tests of the ``clarytree`` command line, run through subprocess."""
 
+import decimal
 import importlib.util
 import io
 import os
@@ -145,6 +146,24 @@ def test_fit_greedy_and_parquet(data_csv, tmp_path):
     assert "== CholeskyTreeRegressor ==" in result.stdout
     assert "test R2" not in result.stdout
 
+
+
+def test_parquet_decimals_are_numbers(tmp_path):
+    # pandas reads a Parquet decimal column as objects of decimal.Decimal:
+    # numbers to split on (not one level per price), and a numeric target.
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    price = [decimal.Decimal(f"{v:.2f}") for v in rng.uniform(0, 100, size=120)]
+    y = [decimal.Decimal(f"{10 * (float(v) > 50) + 0.01 * float(v):.3f}") for v in price]
+    path = tmp_path / "prices.parquet"
+    pd.DataFrame({"price": price, "y": y}).to_parquet(path)
+    assert pd.read_parquet(path)["price"].dtype == object
+    result = run("fit", path, "--target", "y", "--max-depth", 1, "--lookahead-depth", 0,
+                 "--test-size", 0)
+    assert result.returncode == 0, result.stderr
+    threshold = re.search(r"price <= (\d+\.?\d*)\n", result.stdout)
+    assert threshold and 45 < float(threshold.group(1)) < 55, result.stdout
+    assert " in {" not in result.stdout
 
 
 @pytest.mark.parametrize("column", ["date", "timestamp"])

@@ -1,6 +1,8 @@
 """polars DataFrames and pyarrow Tables fit and predict as their pandas twins."""
 
+import decimal
 import sys
+import warnings
 
 import matplotlib
 import numpy as np
@@ -180,6 +182,56 @@ def test_unsupported_polars_columns_are_named():
                                                eager=True)})
     with pytest.raises(ValueError, match="column 'day' has dtype"):
         CLARITreeRegressor().fit(dates, [1.0, 2.0, 3.0, 4.0])
+
+
+def decimal_data(n=160):
+    """Prices with two decimals (and a missing one), the target a step in them."""
+    rng = np.random.default_rng(5)
+    values = [decimal.Decimal(f"{v:.2f}") for v in rng.uniform(0, 100, size=n)]
+    values[7] = None
+    price = np.array([np.nan if v is None else float(v) for v in values])
+    y = np.where(price > 50, 10.0, 0.0) + 0.05 * np.nan_to_num(price) \
+        + rng.normal(scale=0.1, size=n)
+    return price, values, y
+
+
+def test_decimal_columns_are_numbers():
+    # pandas reads SQL NUMERIC and Parquet decimals as objects of
+    # decimal.Decimal, and Arrow keeps them as decimal128: numbers all,
+    # fitted and predicted as the float column (new prices are not levels).
+    pa = pytest.importorskip("pyarrow")
+    price, values, y = decimal_data()
+    reference = CLARITreeRegressor(max_depth=2).fit(pd.DataFrame({"price": price}), y)
+    arrow = pa.array(values, type=pa.decimal128(10, 2))
+    for X in (pd.DataFrame({"price": pd.Series(values, dtype=object)}),
+              pd.DataFrame({"price": pd.array(arrow, dtype=pd.ArrowDtype(arrow.type))}),
+              pa.table({"price": arrow}),
+              pl.DataFrame({"price": pl.Series([None if v is None else float(v)
+                                                for v in values]).cast(pl.Decimal(10, 2))})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model = CLARITreeRegressor(max_depth=2).fit(X, y)
+        assert not model.is_categorical_.any()
+        assert_same_tree(model, reference)
+        np.testing.assert_array_equal(model.predict(X), reference.predict(
+            pd.DataFrame({"price": price})))
+
+
+def test_polars_null_column_is_missing_everywhere():
+    # polars types a column of nulls only as Null: it reads as its pandas
+    # twin (objects, all None), at fit and in a one-row predict.
+    cols, y = columns(seed=6)
+    P = polars_frame(cols).with_columns(pl.lit(None).alias("empty"))
+    D = pandas_frame(cols).assign(empty=pd.Series([None] * len(y), dtype=object))
+    a = CLARITreeRegressor(max_depth=2).fit(P, y)
+    b = CLARITreeRegressor(max_depth=2).fit(D, y)
+    assert_same_tree(a, b)
+    row = pl.DataFrame({"num": [None], "count": [2], "color": [None], "size": ["M"],
+                        "flag": [True], "empty": [None]},
+                       schema_overrides={"size": pl.Enum(["S", "M", "L"])})
+    assert row.schema["num"] == pl.Null
+    twin = D.head(1).assign(num=np.nan, count=2, color=None, size="M", flag=True)
+    np.testing.assert_array_equal(a.predict(row), b.predict(twin))
 
 
 def test_mbndt_takes_polars():

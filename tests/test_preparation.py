@@ -618,6 +618,22 @@ def test_text_in_a_numeric_column_names_the_value():
         est.predict(typo)
 
 
+@pytest.mark.parametrize("categorical_features", [None, []])
+def test_text_column_of_a_frame_without_categorical_columns_is_named(categorical_features):
+    # With no categorical column the frame converts as a whole, where
+    # pandas' message names only the value.
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.normal(size=30), "b": rng.choice(["u", "v"], 30)})
+    y = rng.normal(size=30)
+    with pytest.raises(ValueError, match=r"column 'b' is not numeric \('\w' in row 0\); "
+                                         "declare it in categorical_features"):
+        CLARITreeRegressor(categorical_features=categorical_features).fit(frame, y)
+    est = CholeskyTreeRegressor(max_depth=1).fit(frame.assign(b=1.0), y)
+    with pytest.raises(ValueError, match=r"column 'b' was numeric in fit but holds a value "
+                                         r"that is not a number \('\w' in row 0\)"):
+        est.predict(frame)
+
+
 @pytest.mark.parametrize("parameter", ["regression_features", "categorical_features"])
 @pytest.mark.parametrize("spec, named", [([0, 0], "[0]"), ([1, -2], "[1]"),
                                          (["x", "x"], "['x']")])

@@ -361,8 +361,14 @@ def test_warns_when_no_split_is_admissible():
             skewed, y[:50], sample_weight=np.r_[np.full(25, 0.5), np.full(25, 1.5)])
     # Weights normalized to sum 1: the message says they count as rows.
     with pytest.warns(UnsplittableWarning, match=r"total sample_weight of 1\b.*"
-                      r"sums to 1 over 1000 rows; rescale it"):
+                      r"threshold quantiles.*sums to 1 over 1000 rows; rescale it"):
         CholeskyTreeRegressor(max_depth=2, regression_features=[1]).fit(
+            X, y, sample_weight=np.full(1000, 1e-3))
+    # Also when min_samples_leaf is a fraction: the quantiles of a total
+    # weight of 1 are all the smallest value.
+    with pytest.warns(UnsplittableWarning, match=r"no threshold leaves min_samples_leaf = "
+                      r"0.02 of the total sample_weight of 1 .*rescale it"):
+        CholeskyTreeRegressor(max_depth=2, min_samples_leaf=0.02).fit(
             X, y, sample_weight=np.full(1000, 1e-3))
     # Zero-weight rows are dropped: columns that vary only through them are
     # constant for the fit, and the message says why.

@@ -143,6 +143,7 @@ def rng_uniform(n):
     (lambda n: np.r_[np.ones(n - 1), np.nan], "finite"),
     (lambda n: np.ones(n - 1), "shape"),
     (lambda n: np.zeros(n), "zero"),
+    (lambda n: np.full(n, 1e307), "more than float64 holds"),
 ])
 def test_bad_sample_weight(weight, match):
     X, y, _ = weighted_data(4, n=40)
@@ -261,3 +262,25 @@ def test_fractional_min_samples_leaf_out_of_range(value):
     X, y, _ = weighted_data(0)
     with pytest.raises(ValueError, match="min_samples_leaf"):
         CholeskyTreeRegressor(min_samples_leaf=value).fit(X, y)
+
+
+@pytest.mark.parametrize("lookahead", [0, 1])
+def test_huge_weights_fit_constant_leaves(lookahead):
+    """Weights of 2**600 square past float64 in the constant leaves' sums.
+
+    The tree must be that of weights 2**400 (whose squares fit: scaling by a
+    power of two scales every sum exactly, and at this size the quantile
+    pools are the same), the objective 2**200 times as large; it used to come
+    out -inf, the tree a stump.
+    """
+    X, y, _ = weighted_data(4, n=120)
+    w = np.random.default_rng(3).integers(1, 4, size=y.shape[0]).astype(float)
+    params = dict(max_depth=3, min_samples_leaf=2)
+    fits = [make(lookahead, "constant").set_params(**params).fit(
+        X, y, sample_weight=w * 2.0**k) for k in (400, 600)]
+    fitted, big = fits
+    assert fitted.get_n_leaves() > 2
+    np.testing.assert_array_equal(big.tree_.feature, fitted.tree_.feature)
+    np.testing.assert_array_equal(big.tree_.threshold, fitted.tree_.threshold)
+    np.testing.assert_allclose(big.objective_, fitted.objective_ * 2.0**200, rtol=1e-12)
+    np.testing.assert_allclose(big.predict(X), fitted.predict(X), rtol=1e-12, atol=1e-12)
