@@ -429,15 +429,31 @@ def _display_names(names):
     return [_display(name) for name in names]
 
 
+# Text levels that bare would read as a number, a bool, nothing or a
+# missing value ('1' beside the number 1 in one column, 'None', 'missing').
+_WORD_LEVELS = frozenset({"true", "false", "none", "null", "na", "nan", "missing"})
+
+
 def _level_text(level):
     """A level as the printed and drawn trees show it: bare, unless bare it
     would read as something else (the empty text as an empty set, spaces at
-    its ends unseen, a comma or brace as the set's own punctuation); such a
-    level is quoted as Python writes it."""
+    its ends unseen, a comma or brace as the set's own punctuation, text
+    that reads as a number, a bool or a missing value); such a level is
+    quoted as Python writes it."""
     if isinstance(level, str) and (level != level.strip() or any(c in level for c in ",{}")
-                                   or level == ""):
+                                   or level == "" or _reads_as_other(level)):
         return _display(repr(level))
     return _display(level)
+
+
+def _reads_as_other(text):
+    if text.lower() in _WORD_LEVELS:
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _level_set(levels):

@@ -709,3 +709,22 @@ def test_levels_that_would_misread_are_quoted_in_printed_rules():
     rules = " ".join(leaf_table(model)["rule"])
     assert "{}" not in rules and "''" in rules
     assert "''" in export_graphviz(model)
+
+
+def test_text_levels_that_read_as_numbers_or_missing_are_quoted():
+    """Text '1' beside the number 1 in one column, and text such as 'None'
+    or 'missing', printed bare read as the number or as a missing value:
+    they are quoted; numbers and plain text stay bare."""
+    rng = np.random.default_rng(3)
+    n = 400
+    pool = np.array(["1", 1, "None", "missing", "plain", 2.5], dtype=object)
+    level = pool[rng.integers(0, len(pool), size=n)]
+    X = pd.DataFrame({"c": pd.Series(level, dtype=object), "x": rng.normal(size=n)})
+    effect = {"1": 3.0, 1: -2.0, "None": 1.0, "missing": -1.0, "plain": 0.0, 2.5: 2.0}
+    y = np.array([effect[v] for v in level]) + 0.01 * rng.normal(size=n)
+    model = CholeskyTreeRegressor(max_depth=4, leaf_model="constant",
+                                  categorical_features=["c"]).fit(X, y)
+    sets = re.findall(r"c in \{([^}]*)\}", export_text(model))
+    members = {m.strip() for s in sets for m in s.split(",")}
+    assert {"'1'", "1"} <= members, members
+    assert members <= {"'1'", "1", "'None'", "'missing'", "plain", "2.5"}, members
