@@ -691,6 +691,50 @@ def test_unit_sample_weight_is_no_weight(Est):
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
 
 
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_sample_weight_scale_does_not_matter(Est):
+    # Every loss is normalized by its weight sum: weights 2**130 (~1.4e39,
+    # past float32) times larger train the same model (they used to overflow
+    # in training and crash or silently train another tree).
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=120) > 0).astype(int)
+    w = rng.integers(1, 4, size=120).astype(float)
+    a = Est(**FAST, random_state=3).fit(X, y, sample_weight=w)
+    b = Est(**FAST, random_state=3).fit(X, y, sample_weight=w * 2.0**130)
+    for k in a.model_state_:
+        np.testing.assert_array_equal(a.model_state_[k], b.model_state_[k])
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_a_level_spelled_as_the_missing_marker_is_kept_apart():
+    # MBNDT marks missing levels with a reserved text: a real level with that
+    # text is refused in fit (it would have merged with missing values), and
+    # at predict it is an unseen level, in predict and the exports alike.
+    from clarytree import export_python
+    from clarytree.mbndt._preprocess import MISSING
+
+    rng = np.random.default_rng(5)
+    n = 200
+    x = rng.normal(size=n)
+    cat = rng.choice(np.array(["a", "b", "c", None], dtype=object), n)
+    frame = pd.DataFrame({"x": x, "cat": cat})
+    y = ((x > 0) ^ pd.isna(cat)).astype(int)
+    with pytest.raises(ValueError, match=f"column 'cat' has the level '{MISSING}'"):
+        MBNDTClassifier(**FAST).fit(frame.assign(cat=np.where(cat == "c", MISSING, cat)), y)
+    fitted = MBNDTClassifier(**FAST, random_state=0).fit(frame, y)
+    probe = frame.iloc[:40].copy()
+    unseen = fitted.predict_proba(probe.assign(cat="zzz"))
+    assert not np.array_equal(fitted.predict_proba(probe.assign(cat=None)), unseen)
+    np.testing.assert_array_equal(fitted.predict_proba(probe.assign(cat=MISSING)), unseen)
+    namespace = {}
+    exec(export_python(fitted, function_name="f"), namespace)
+    for value in (MISSING, None, "c"):
+        rows = probe.assign(cat=value)
+        got = [namespace["f"](row) for row in rows.itertuples(index=False)]
+        np.testing.assert_array_equal(got, fitted.predict(rows))
+
+
 def _clean_and_flipped(n=160, seed=0):
     """Clean rows with y = [x0 > 0] and two copies of them with the label flipped."""
     rng = np.random.default_rng(seed)
@@ -783,11 +827,14 @@ def test_regressor_target_near_the_float_limit():
     assert est.y_std_ == pytest.approx(y.std() * 1e300)
 
 
-def test_values_too_large_to_standardize_name_their_column():
+@pytest.mark.parametrize("scale", [1e160, 1e200])
+def test_values_too_large_to_standardize_name_their_column(scale):
+    # (At 1e160 the squares overflow but the scaler keeps the column at its
+    # raw size, finite in float64 and not in the float32 of training.)
     import pandas as pd
 
     rng = np.random.default_rng(0)
-    X = pd.DataFrame({"ok": rng.normal(size=60), "huge": rng.normal(size=60) * 1e200})
+    X = pd.DataFrame({"ok": rng.normal(size=60), "huge": rng.normal(size=60) * scale})
     with pytest.raises(ValueError, match=r"column\(s\) 'huge' cannot be standardized"):
         MBNDTClassifier(**FAST).fit(X, np.arange(60) % 2)
 

@@ -104,6 +104,16 @@ def _import_training():
     return _train
 
 
+
+def _float32_safe(xt):
+    """Columns of ``xt`` that are finite and within float32's range, by a margin."""
+    return np.isfinite(xt).all(axis=0) & (np.abs(xt) <= _FLOAT32_SAFE).all(axis=0)
+
+
+# A standardized, rank-Gauss or target-encoded value is far below this; one
+# above it is a column whose scaling overflowed (float32 ends near 3.4e38).
+_FLOAT32_SAFE = 1e30
+
 class _BaseMBNDT(BaseEstimator):
     """Shared fitting machinery of :class:`MBNDTClassifier` and :class:`MBNDTRegressor`."""
 
@@ -258,7 +268,7 @@ class _BaseMBNDT(BaseEstimator):
         split_seed, torch_seed, prep_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=3))
 
         kinds = infer_column_kinds(X, type(self).__name__)
-        raw = raw_table(X, kinds)
+        raw = raw_table(X, kinds, fitting=True)
         self._column_kinds = kinds
         ct = build_preprocessor(kinds, raw, self.max_onehot_levels, self.rank_gauss,
                                 target_type, prep_seed)
@@ -268,7 +278,9 @@ class _BaseMBNDT(BaseEstimator):
             # Overflowing columns are reported by name below.
             xt_fit = np.asarray(ct.fit_transform(raw, y_encode), dtype=np.float64)
             xt = np.asarray(ct.transform(raw), dtype=np.float64)
-        bad = ~(np.isfinite(xt_fit).all(axis=0) & np.isfinite(xt).all(axis=0))
+        # Finite but beyond float32 (training's precision): a scaler whose
+        # variance overflowed leaves its column unscaled, at the raw size.
+        bad = ~(_float32_safe(xt_fit) & _float32_safe(xt))
         if bad.any():
             names = getattr(self, "feature_names_in_", None)
             raw_cols = sorted({feature_map(ct)[t][1] for t in np.flatnonzero(bad)})

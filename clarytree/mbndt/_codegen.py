@@ -117,10 +117,13 @@ def _router(estimator, names):
         if tree.is_categorical[node]:
             s, e = tree.cat_ptr[node], tree.cat_ptr[node + 1]
             table = dict(zip(tree.cat_values[s:e], tree.cat_child[s:e], strict=True))
-            lines.append(f"{pad}v = {MISSING!r} if {_py_missing(f'x[{f}]')} "
+            # None for a missing value: no text, not even MISSING's, can
+            # take its branch (as in predict).
+            lines.append(f"{pad}v = None if {_py_missing(f'x[{f}]')} "
                          f"else str(x[{f}])  # {names[f]}")
             default = int(tree.default_child[node])
-            groups = [sorted(str(v) for v, p in table.items() if p == k)
+            groups = [sorted(str(v) for v, p in table.items() if p == k and v != MISSING)
+                      + ([None] if table.get(MISSING, -1) == k else [])
                       for k in range(len(kids))]
             branches = [(k, kid) for k, kid in enumerate(kids) if k != default and groups[k]]
             for i, (k, kid) in enumerate(branches):

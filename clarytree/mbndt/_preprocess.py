@@ -36,6 +36,9 @@ from .._preparation import (
 )
 
 MISSING = "__missing__"
+# A present level whose text is MISSING (refused in fit) reads as this at
+# predict: an unseen level, not a missing value.
+_RESERVED_AT_PREDICT = "\x00" + MISSING
 
 _NUMERIC_TEXT_ADVICE = (
     "it is a categorical column (one level per value). To split it as a number, convert "
@@ -168,10 +171,12 @@ def _reject_dates(values, name):
         raise dates_error(name, f"holds {kind} objects, not numbers", _DATES_ESCAPE)
 
 
-def raw_table(X, kinds):
+def raw_table(X, kinds, fitting=False):
     """Normalize ``X`` to a 2-D array with float numeric and str categorical columns.
 
     Returns a float64 array when every column is numeric, else an object array.
+    ``fitting``: the training table, where a level spelled as ``MISSING`` is
+    an error.
     """
     is_df = hasattr(X, "dtypes") and hasattr(X, "iloc")
     n, p = X.shape
@@ -194,7 +199,24 @@ def raw_table(X, kinds):
         else:
             col = X.iloc[:, j] if is_df else np.asarray(X)[:, j]
             out[:, j] = _to_str_column(col)
+            _keep_missing_apart(out[:, j], col, _column_name(names, j), fitting)
     return out
+
+
+def _keep_missing_apart(text, col, name, fitting):
+    """A present level spelled as ``MISSING`` must not read as a missing value:
+    fit refuses it (naming the column), predict takes it as an unseen level."""
+    clash = text == MISSING
+    if not clash.any():
+        return
+    clash &= ~np.fromiter((_is_missing(v) for v in np.asarray(col, dtype=object)),
+                          dtype=bool, count=len(text))
+    if not clash.any():
+        return
+    if fitting:
+        raise ValueError(f"column {name} has the level {MISSING!r}, which MBNDT uses for "
+                         "missing values; rename that level")
+    text[clash] = _RESERVED_AT_PREDICT
 
 
 def _frame_column(X, j):

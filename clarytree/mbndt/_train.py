@@ -60,6 +60,10 @@ class _Task:
         self.kind = kind
         sw = (np.ones(len(y)) if sample_weight is None
               else np.asarray(sample_weight, dtype=np.float64))
+        if sample_weight is not None:
+            # Mean 1, in float64: every loss and score is normalized by a
+            # weight sum, and weights above ~1e36 would overflow in float32.
+            sw = sw / sw.mean()
         self.sample_weight = torch.as_tensor(sw, dtype=torch.float32, device=device)
         if kind == "regression":
             self.y = torch.as_tensor(y, dtype=torch.float32, device=device)
