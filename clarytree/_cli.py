@@ -357,14 +357,23 @@ def _check_proba(model):
                          "give probabilities")
 
 
-def _categorical_columns(X, spec, path):
+def _categorical_columns(X, spec, path, args=None):
     """Columns to treat as categorical: text, bool and category columns plus ``spec``.
 
     ``spec`` is the ``--categorical COL,...`` text (numeric codes declared
-    categorical), or None.
+    categorical), or None; ``args`` (the command's) names the target, weight
+    and dropped columns for the errors on those.
     """
     columns = [c for c in X.columns if not _is_number_column(X[c])]
     named = _column_list(spec)
+    if args is not None:
+        for c in named:
+            if c == args.target:
+                raise UsageError(f"--categorical: {c!r} is the target column")
+            if c == args.weight:
+                raise UsageError(f"--categorical: {c!r} is the --weight column")
+            if c in _column_list(args.drop):
+                raise UsageError(f"--categorical: {c!r} is dropped by --drop")
     unknown = [c for c in named if c not in X.columns]
     if unknown:
         raise UsageError(f"--categorical: column(s) not in {path}: {_list(unknown)}")
@@ -588,7 +597,7 @@ def _cmd_fit(args):
                          "constant leaves (--leaf-model constant) have none")
     frame, weights = _take_weights_and_drop(_read_table(args.data, args.encoding), args)
     X, y = _split_target(frame, args.target, args.data)
-    categorical = _categorical_columns(X, args.categorical, args.data)
+    categorical = _categorical_columns(X, args.categorical, args.data, args)
     X_train, X_test, y_train, y_test, w_train, w_test = _holdout(
         X, y, args.test_size, args.random_state, weights=weights)
     params = {
@@ -702,10 +711,19 @@ def _cmd_mbndt(args):
         _reject_dates(X[c], c, levels_option=False)
         _warn_numeric_text(X[c], c, "to keep it categorical, leave it as it is")
     task = args.task
+    numbers = _is_number_column(y)
+    # Numbers with a fraction are amounts, not class codes (2.5, 0.5).
+    fractions = numbers and not np.all(np.mod(y.to_numpy(dtype=np.float64), 1.0) == 0.0)
     if task == "auto":
-        task = ("regression" if _is_number_column(y) and y.nunique() > 10
+        task = ("regression" if numbers and (fractions or y.nunique() > 10)
                 else "classification")
-    y = y.to_numpy()
+    if task == "regression" and not numbers:
+        raise UsageError(f"--task regression: target column {args.target!r} is not "
+                         "numeric; leave --task auto (or pass --task classification) to "
+                         "predict its values as classes")
+    # Classes of numbers with a fraction are named by their text (scikit-learn
+    # takes float labels only when they are whole numbers).
+    y = y.astype(str).to_numpy() if task == "classification" and fractions else y.to_numpy()
     cls = MBNDTClassifier if task == "classification" else MBNDTRegressor
     if task == "regression":
         y = y.astype(np.float64)
@@ -765,8 +783,11 @@ def _load_model(path):
         try:
             model = joblib.load(path)
         except Exception as exc:  # any unpickling failure means "not a model file"
-            raise UsageError(f"cannot load a model from {path}: "
-                             f"{type(exc).__name__}") from None
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            detail = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+            raise UsageError(f"cannot load a model from {path}: it is not a model file "
+                             "written by --out of 'clarytree fit' or 'clarytree mbndt' "
+                             f"(or a tree written by --json) ({detail[:200]})") from None
     if not (hasattr(model, "predict") and hasattr(model, "tree_")):
         raise UsageError(f"{path} does not hold a fitted clarytree model")
     return model
@@ -855,7 +876,15 @@ def _cmd_predict(args):
         for k, label in enumerate(model.classes_):
             out[f"proba[{label}]"] = proba[:, k]
     if args.out:
-        out.to_csv(args.out, index=False)
+        if args.out.lower().endswith((".parquet", ".pq")):
+            # As the input files: Parquet by its extension.
+            try:
+                out.to_parquet(args.out, index=False)
+            except ImportError:
+                raise UsageError(f"cannot write {args.out}: writing Parquet needs pyarrow "
+                                 "(or fastparquet): pip install pyarrow") from None
+        else:
+            out.to_csv(args.out, index=False)
         _print(f"{len(out)} predictions saved to {args.out}")
     else:
         out.to_csv(sys.stdout, index=False)
@@ -1051,7 +1080,8 @@ def build_parser():
                               "predictions (e.g. an id)")
     _add_encoding(predict)
     predict.add_argument("--out", metavar="PREDICTIONS.csv",
-                         help="write predictions here (default: standard output)")
+                         help="write predictions here, as Parquet when the name ends in "
+                              ".parquet or .pq, else as CSV (default: standard output)")
     predict.set_defaults(func=_cmd_predict)
 
     export = sub.add_parser(
@@ -1081,7 +1111,8 @@ def build_parser():
     mb.add_argument("data", metavar="DATA", help=_DATA_HELP)
     mb.add_argument("--target", required=True, metavar="COLUMN", help="target column")
     mb.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
-                    help="auto: regression for numeric targets with more than 10 values")
+                    help="auto: regression for numeric targets with more than 10 values "
+                         "or with fractions")
     mb.add_argument("--max-depth", type=_positive_int, default=4,
                     help="depth of the nominal tree (tests per prediction)")
     mb.add_argument("--n-branches", type=_positive_int, default=3,

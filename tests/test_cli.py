@@ -295,7 +295,12 @@ def bad_files(tmp_path_factory):
          ["folder does not exist"]),
         (("fit", "{data}"), ["--target"]),
         (("predict", "{tmp}/missing.joblib", "{data}"), ["file not found"]),
-        (("predict", "{not_a_model}", "{data}"), ["cannot load a model"]),
+        (("predict", "{not_a_model}", "{data}"),
+         ["cannot load a model", "not a model file written by --out"]),
+        (("fit", "{data}", "--target", "target", "--categorical", "target"),
+         ["--categorical: 'target' is the target column"]),
+        (("fit", "{data}", "--target", "target", "--drop", "a", "--categorical", "a"),
+         ["--categorical: 'a' is dropped by --drop"]),
         (("demo", "--epsilon", "0.7"), ["epsilon"]),
         (("demo", "--n-nuisance", "3"), ["--n-nuisance"]),
         (("frobnicate",), ["invalid choice"]),
@@ -305,6 +310,45 @@ def test_errors_exit_2_with_one_line(args, fragments, data_csv, bad_files, tmp_p
     paths = {"tmp": tmp_path, "data": data_csv, **bad_files}
     result = run(*(a.format(**paths) for a in args))
     assert_usage_error(result, *fragments)
+
+
+def test_predict_writes_parquet_by_its_extension(data_csv, tmp_path):
+    pytest.importorskip("pyarrow")
+    model = tmp_path / "model.joblib"
+    assert run("fit", data_csv, "--target", "target", "--max-depth", 1, "--out",
+               model).returncode == 0
+    out = tmp_path / "predictions.parquet"
+    result = run("predict", model, data_csv, "--out", out)
+    assert result.returncode == 0, result.stderr
+    to_csv = tmp_path / "predictions.csv"
+    assert run("predict", model, data_csv, "--out", to_csv).returncode == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(out), pd.read_csv(to_csv))
+
+
+def test_mbndt_task_follows_the_target(tmp_path):
+    # Two amounts with a fraction (0.5, 2.5) are a regression target for
+    # --task auto; --task classification makes them classes (by their text);
+    # --task regression of a text target names the column.
+    pytest.importorskip("torch")
+    x = np.random.default_rng(0).normal(size=120)
+    path = tmp_path / "amounts.csv"
+    pd.DataFrame({"x": x, "y": np.where(x > 0, 2.5, 0.5),
+                  "label": np.where(x > 0, "p", "n")}).to_csv(path, index=False)
+    fast = ("--max-depth", 1, "--n-restarts", 1, "--max-epochs", 3, "--test-size", 0)
+    result = run("mbndt", path, "--target", "y", "--drop", "label", *fast)
+    assert result.returncode == 0, result.stderr
+    assert "MBNDTRegressor (regression)" in result.stdout
+    model = tmp_path / "classes.joblib"
+    result = run("mbndt", path, "--target", "y", "--drop", "label", "--task",
+                 "classification", "--out", model, *fast)
+    assert result.returncode == 0, result.stderr
+    assert "MBNDTClassifier (classification)" in result.stdout
+    import joblib
+
+    assert list(joblib.load(model).classes_) == ["0.5", "2.5"]
+    assert_usage_error(run("mbndt", path, "--target", "label", "--drop", "y", "--task",
+                           "regression", *fast),
+                       "--task regression: target column 'label' is not numeric")
 
 
 def test_predict_missing_feature_column(data_csv, tmp_path):
