@@ -691,6 +691,9 @@ _PARAMS_DOC = """
         Both parts are sums of squares of ``y``. With constant leaves this is
         scikit-learn's impurity importance. Works with
         :class:`~sklearn.feature_selection.SelectFromModel`.
+    n_candidate_evaluations_ : int
+        Candidate splits the search scored by completing their subtrees
+        (0 for the greedy tree, which scores none that way).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Present when ``X`` had string column names.

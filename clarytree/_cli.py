@@ -1022,7 +1022,8 @@ def build_parser():
                      help="candidate thresholds per feature, or 'all'")
     fit.add_argument("--cv", type=_checked(int, lambda v: v >= 2, "an integer >= 2"),
                      metavar="K", help="choose --leaf-penalty and --ridge-alpha by K-fold "
-                     "CV (shuffled with --random-state) over the grids below, then refit")
+                     "CV (shuffled with --random-state) over the grids below, then refit "
+                     "(default: no CV, the given --leaf-penalty and --ridge-alpha)")
     fit.add_argument("--leaf-penalties", type=_grid, metavar="L1,L2,...",
                      default=list(_PAPER_LEAF_PENALTIES),
                      help="lambda grid for --cv (default: the paper's 11 values)")
@@ -1033,7 +1034,7 @@ def build_parser():
                                                "a positive integer or -1"),
                      default=None, help="with --cv: parallel CV tasks; otherwise threads "
                      "of the fit (the lookahead search, the nodes' sums and the per-column "
-                     "preparation; -1: all cores; the tree does not depend on it)")
+                     "preparation; -1: all cores; the tree does not depend on it) (default: 1)")
     fit.add_argument("--test-size", type=_test_size, default=0.2,
                      help="held-out fraction for the test R2 (0 to train on all rows)")
     fit.add_argument("--random-state", type=_non_negative_int, default=0,
@@ -1056,7 +1057,7 @@ def build_parser():
     fit.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
                      help="stop the lookahead search after this many seconds and finish "
                           "the tree greedily (with --cv: each search of a fold and ridge "
-                          "strength, and the refit)")
+                          "strength, and the refit) (default: no limit)")
     _add_table_columns(fit)
     _add_encoding(fit)
     _add_common_output(fit)
@@ -1154,7 +1155,7 @@ def main(argv=None):
     Notes
     -----
     Set the environment variable ``CLARYTREE_DEBUG=1`` to see the traceback of
-    an input error instead of its one-line message.
+    an error the estimators raise instead of its one-line message.
     """
     parser = build_parser()
     with warnings.catch_warnings():

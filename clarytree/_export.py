@@ -933,8 +933,10 @@ def leaf_table(estimator, feature_names=None, *, significant_digits=4,
         Names of the input columns (see :func:`export_text`).
     significant_digits : int or None, default=4
         Round coefficients, values and probabilities to this many significant
-        digits for reading; ``None`` keeps them exact (then ``intercept + X @
-        coefficients`` reproduces ``predict`` to the last bit).
+        digits for reading; ``None`` keeps them exact (then the intercept plus
+        the terms ``coefficient * x``, added one at a time in column order,
+        reproduces ``predict`` to the last bit; ``intercept + X @ coefficients``
+        agrees to rounding).
     exact_thresholds : bool, default=False
         Write the model's own thresholds in ``rule`` instead of the shortest
         decimals that select the same training rows (see :func:`export_text`).
@@ -1018,8 +1020,9 @@ def to_dict(estimator):
         Keys ``format``, ``format_version``, ``estimator`` (class name),
         ``clarytree_version`` (of the writer), ``params``, ``n_features_in``,
         ``feature_names_in`` (or None) and ``tree`` (node arrays as lists);
-        CLARITree models also keep ``objective``, ``regression_features`` and
-        ``min_samples_leaf``.
+        CLARITree models also keep ``objective``, ``regression_features``,
+        ``min_samples_leaf`` and ``preparation`` (the categorical columns and
+        their levels, and the columns that had missing values).
 
     See Also
     --------
@@ -1075,6 +1078,8 @@ def from_dict(data):
 
     Raises
     ------
+    TypeError
+        If ``data`` is not a dict.
     ValueError
         If ``data`` is not a clarytree tree description or is inconsistent.
     """
@@ -1120,7 +1125,7 @@ def export_graphviz(estimator, out_file=None, feature_names=None, *, significant
     """Export a fitted tree in Graphviz DOT format.
 
     Internal nodes show the tested feature, edges the condition of each
-    branch (thresholds exact), and leaves their id and model (equation, value
+    branch (thresholds as ``exact_thresholds`` says), and leaves their id and model (equation, value
     or class probabilities). Render with ``dot -Tpng tree.dot -o tree.png`` or
     the ``graphviz`` Python package; neither is needed to export.
 

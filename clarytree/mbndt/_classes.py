@@ -427,9 +427,11 @@ _COMMON_PARAMS_DOC = """
         Temperature tau of the cumulative-sigmoid soft binning, in units of the
         standardized (or rank-Gauss) features.
     lr_features, lr_thresholds, lr_masks, lr_leaves : float
-        Adam learning rates of the four parameter groups.
+        Adam learning rates of the four parameter groups (by default 0.05,
+        0.02, 0.05 and 0.05).
     batch_size : int or "auto", default="auto"
-        Minibatch size; "auto" is a power of two near n/4, between 32 and 512.
+        Minibatch size; "auto" is a power of two near n/4, between 32 and 512,
+        and at most the number of training rows.
     validation_fraction : float in [0, 1), default=0.2
         Fraction of the training rows held out (stratified for classification)
         for restart selection and early stopping.  0, or data too small to

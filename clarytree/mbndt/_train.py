@@ -43,7 +43,8 @@ class TrainConfig:
 
 
 def auto_batch_size(n):
-    """Batch size from the training size: a power of two near ``n / 4``, within [32, 512].
+    """Batch size from the training size: a power of two near ``n / 4``, within
+    [32, 512], and at most ``n``.
 
     Small data sets get about four steps per epoch, which keeps the fixed
     per-step cost low; beyond 2048 rows the batch stays at 512 so that an

@@ -46,9 +46,10 @@ print("levels of bmi_class:", list(model.categories_[5]))
 print("with missing values in training:", list(X.columns[model.missing_features_]))
 
 # %%
-# The rules name levels, and the branch that rows with a missing ``s5`` take
-# says ``or missing``. In a leaf equation, a missing ``s5`` counts as its
-# training mean (``model.tree_.fill_value``), so its term adds nothing there.
+# The rules name levels; the branch of a categorical split that missing
+# values and unseen levels take says ``or missing``. ``s5`` is not split on
+# here, but it enters every leaf equation, where a missing ``s5`` counts as
+# its training mean (``model.tree_.fill_value``), so its term adds nothing.
 print(export_text(model, significant_digits=3))
 
 # %%
