@@ -263,13 +263,20 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     n_threads = _n_threads(getattr(estimator, "n_jobs", None), lookahead, splitter,
                            estimator.max_depth, single)
     if leaf_penalties is not None:
-        return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
-                         time_limit if lookahead else None, leaf_penalties, n_threads)
+        try:
+            return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
+                             time_limit if lookahead else None, leaf_penalties, n_threads)
+        finally:
+            _close_progress(progress)
     leaf_cost = float(estimator.leaf_penalty) * data.tss
     context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
                            progress, time_limit if lookahead else None, n_threads)
     builder = _assemble_builder(context, lookahead, estimator.max_depth)
-    objective, nodes = builder.build()
+    try:
+        objective, nodes = builder.build()
+    finally:
+        # A search stopped by time_limit or Ctrl-C leaves its line open.
+        _close_progress(progress)
     counters = context.counters()
     report = context.search_report()
     if not report["complete"] and isinstance(builder, LookaheadBuilder) \
@@ -445,6 +452,7 @@ class _Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.start = time.perf_counter()
         self.last = 0.0
+        self.open = False
 
     def __call__(self, done, total):
         now = time.perf_counter()
@@ -456,6 +464,18 @@ class _Progress:
         end = "\n" if done == total else "\r"
         print(f"root candidates {done}/{total}  elapsed {elapsed:7.1f}s  "
               f"remaining ~{remaining:7.1f}s", end=end, file=self.stream, flush=True)
+        self.open = end == "\r"
+
+    def close(self):
+        """End a line left open (the search stopped before its last candidate)."""
+        if self.open:
+            print(file=self.stream, flush=True)
+            self.open = False
+
+
+def _close_progress(progress):
+    if progress is not None:
+        progress.close()
 
 
 class _BaseLinearTree(RegressorMixin, BaseEstimator):

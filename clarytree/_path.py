@@ -5,7 +5,9 @@ The path grows the trees of a whole grid of leaf penalties in one search
 strength) and select like ``GridSearchCV``.
 """
 
+import numbers
 import time
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -26,7 +28,7 @@ from ._classes import (
 )
 from ._frames import as_pandas
 from ._preparation import check_has_columns
-from ._sklearn_compat import fit_context
+from ._sklearn_compat import fit_context, scorer_accepts_sample_weight
 
 PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
 PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
@@ -139,33 +141,80 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
 _PRIVATE_FIT_STATE = ("_preparation",)
 
 
+def _routing_enabled():
+    import sklearn
+
+    return bool(sklearn.get_config().get("enable_metadata_routing", False))
+
+
+def process_routing(obj, method, **metadata):
+    from sklearn.utils.metadata_routing import process_routing as route
+
+    return route(obj, method, **metadata)
+
+
 def _take(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
-def _path_task(estimator, X, y, sample_weight, train, test, penalties, scorer):
-    """Fit the path on one fold's training rows and score every tree."""
+def _path_task(estimator, X, y, sample_weight, score_weight, train, test, penalties,
+               scorer):
+    """Fit the path on one fold's training rows and score every tree.
+
+    ``sample_weight`` weighs the fits, ``score_weight`` (None: unweighted)
+    the validation scores.
+    """
     start = time.perf_counter()
     weight = None if sample_weight is None else sample_weight[train]
     path = leaf_penalty_path(estimator, _take(X, train), y[train], penalties,
                              sample_weight=weight)
     fit_time = time.perf_counter() - start
     X_test, y_test = _take(X, test), y[test]
-    # Weighted validation scores, as GridSearchCV.fit(..., sample_weight=w).
-    kwargs = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
+    kwargs = {} if score_weight is None else {"sample_weight": score_weight[test]}
     scores, score_times, n_leaves = [], [], []
+    multimetric = False
     for tree in path:
         start = time.perf_counter()
-        score = scorer(tree, X_test, y_test, **kwargs)
+        score = _score(scorer, tree, X_test, y_test, kwargs)
+        multimetric = multimetric or isinstance(score, dict)
         # Several metrics come as a dict (as GridSearchCV's scorers return
-        # them), one as a number: named "score", GridSearchCV's key.
-        scores.append({k: float(v) for k, v in score.items()} if isinstance(score, dict)
-                      else {"score": float(score)})
+        # them), one as a number: named "score", GridSearchCV's key; a
+        # failed scoring (None) as {}, NaN for every metric.
+        scores.append({} if score is None else score if isinstance(score, dict)
+                      else {"score": score})
         score_times.append(time.perf_counter() - start)
         n_leaves.append(tree.get_n_leaves())
     return {"fit_time": fit_time / len(penalties), "scores": scores,
-            "multimetric": isinstance(score, dict),
+            "multimetric": multimetric,
             "score_times": score_times, "n_leaves": n_leaves}
+
+
+def _score(scorer, tree, X, y, kwargs):
+    """One validation score (a float, or a dict of floats), as GridSearchCV's
+    default ``error_score=np.nan`` scores: a scorer that raises gives None and
+    a warning, one that returns no number an error."""
+    try:
+        score = scorer(tree, X, y, **kwargs)
+    except Exception as exc:    # as GridSearchCV: any failure of a scorer
+        warnings.warn("Scoring failed. The score on this train-test partition for these "
+                      f"parameters will be set to nan. Details: {type(exc).__name__}: "
+                      f"{exc}", UserWarning, stacklevel=2)
+        return None
+    if isinstance(score, dict):
+        return {name: _number(value, scorer) for name, value in score.items()}
+    return _number(score, scorer)
+
+
+def _number(value, scorer):
+    if hasattr(value, "item"):
+        try:
+            value = value.item()
+        except ValueError:      # an array of several values
+            pass
+    if not isinstance(value, numbers.Number) or isinstance(value, bool):
+        raise ValueError(f"scoring must return a number, got {value!r} "
+                         f"({type(value).__name__}) instead (scorer={scorer})")
+    return float(value)
 
 
 def _store(results, key, array, splits=False, rank=False):
@@ -223,7 +272,10 @@ class _CVMixin:
         sample_weight : array-like of shape (n_samples,), optional
             Row weights of every fit (each fold's training rows, and the
             refit) and of the validation scores, as in
-            ``GridSearchCV.fit(X, y, sample_weight=...)``.
+            ``GridSearchCV.fit(X, y, sample_weight=...)``: a scorer that does
+            not take weights scores unweighted (with a warning); with
+            metadata routing enabled, the scorer's request decides (the
+            default R² requests them).
         groups : array-like of shape (n_samples,), optional
             Group labels for a group-aware ``cv`` splitter.
 
@@ -275,13 +327,39 @@ class _CVMixin:
             if sample_weight.shape != y_checked.shape:
                 raise ValueError(f"sample_weight has shape {sample_weight.shape}, "
                                  f"expected {y_checked.shape}")
-        data, y_checked, groups = indexable(data, y_checked, groups)
-        cv = check_cv(self.cv, y_checked, classifier=False)
-        folds = list(cv.split(data, y_checked, groups))
         base = self._tree_estimator()
         scorer = check_scoring(base, scoring=self.scoring)
         if isinstance(self.scoring, (list, tuple, set, dict)):
             self._check_refit_for_metrics(list(self.scoring))
+        # The validation scores' weights, as GridSearchCV gives its scorer
+        # the fit's sample_weight: with metadata routing, where the scorer
+        # requests them (the default R2 does); without, when the scorer
+        # accepts them (else a warning, and unweighted scores).
+        score_weight = None
+        if _routing_enabled():
+            metadata = {k: v for k, v in (("sample_weight", sample_weight),
+                                          ("groups", groups)) if v is not None}
+            routed = process_routing(self, "fit", **metadata)
+            groups = routed.splitter.split.get("groups")
+            score_weight = routed.scorer.score.get("sample_weight")
+        elif sample_weight is not None:
+            if scorer_accepts_sample_weight(scorer):
+                score_weight = sample_weight
+            else:
+                warnings.warn(f"The scoring {scorer} does not support sample_weight, which "
+                              "may lead to statistically incorrect results when fitting "
+                              f"{type(self).__name__} with sample_weight.", UserWarning,
+                              stacklevel=3)
+        if score_weight is not None:
+            score_weight = np.asarray(score_weight, dtype=np.float64)
+        data, y_checked, groups = indexable(data, y_checked, groups)
+        cv = check_cv(self.cv, y_checked, classifier=False)
+        folds = list(cv.split(data, y_checked, groups))
+        if not folds:
+            raise ValueError(
+                f"cv={self.cv!r} gave no train/test split (an empty list, or a generator "
+                "that an earlier fit already used up); pass a splitter such as KFold(5), "
+                "or a list of (train, test) index pairs")
 
         if self.refit:
             # What only the whole table holds (a categorical column with more
@@ -302,14 +380,17 @@ class _CVMixin:
         parallel = Parallel(n_jobs=self.n_jobs, verbose=max(0, int(self.verbose) - 1))
         out = parallel(
             delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
-                                y_checked, sample_weight, folds[f][0], folds[f][1],
-                                penalties, scorer)
+                                y_checked, sample_weight, score_weight, folds[f][0],
+                                folds[f][1], penalties, scorer)
             for f, j in tasks)
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
         shape = (n_lam, n_alpha, n_splits)
-        multimetric = out[0]["multimetric"]
-        metrics = list(out[0]["scores"][0])
+        several = isinstance(self.scoring, (list, tuple, set, dict))
+        multimetric = several or any(res["multimetric"] for res in out)
+        # The metrics' names from the first scoring that did not fail.
+        metrics = next((list(score) for res in out for score in res["scores"] if score),
+                       list(self.scoring) if several else ["score"])
         if multimetric:
             self._check_refit_for_metrics(metrics)
         scores = {name: np.empty(shape) for name in metrics}
@@ -317,7 +398,7 @@ class _CVMixin:
         score_times, leaves = np.empty(shape), np.empty(shape, dtype=np.intp)
         for (f, j), res in zip(tasks, out, strict=True):
             for name, array in scores.items():
-                array[:, j, f] = [s[name] for s in res["scores"]]
+                array[:, j, f] = [s.get(name, np.nan) for s in res["scores"]]
             fit_times[:, j, f] = res["fit_time"]
             score_times[:, j, f] = res["score_times"]
             leaves[:, j, f] = res["n_leaves"]
@@ -376,6 +457,31 @@ class _CVMixin:
                 setattr(self, name, getattr(tree, name))
             self.best_estimator_ = tree
         return self
+
+    def get_metadata_routing(self):
+        """Where ``fit``'s metadata go (see scikit-learn's metadata routing).
+
+        ``fit`` uses ``sample_weight`` itself (every tree's fit) and routes
+        it to the scorer where the scorer requests it (the default R2 always
+        does, as ``RidgeCV``'s); ``groups`` go to the ``cv`` splitter.
+
+        Returns
+        -------
+        routing : MetadataRouter
+        """
+        from sklearn.metrics import check_scoring, make_scorer, r2_score
+        from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
+
+        if self.scoring is None:
+            scorer = make_scorer(r2_score).set_score_request(sample_weight=True)
+        else:
+            scorer = check_scoring(self._tree_estimator(), scoring=self.scoring)
+        return (MetadataRouter(owner=type(self).__name__)
+                .add_self_request(self)
+                .add(scorer=scorer,
+                     method_mapping=MethodMapping().add(caller="fit", callee="score"))
+                .add(splitter=self.cv,
+                     method_mapping=MethodMapping().add(caller="fit", callee="split")))
 
     def _check_refit_for_metrics(self, metrics):
         # GridSearchCV's rule: with several metrics, refit names the one that

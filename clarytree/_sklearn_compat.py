@@ -19,6 +19,10 @@ Public names of this module (used by the estimators):
 ``validate_params(estimator)``
     Validates ``estimator.get_params()`` against its ``_parameter_constraints``.
 
+``scorer_accepts_sample_weight(scorer)``
+    Whether a scorer takes ``sample_weight`` (``GridSearchCV`` passes the fit's
+    weights to the scorer only then).
+
 ``SKLEARN_PRIVATE`` says whether the scikit-learn implementations were found
 (``True``) or the fallbacks are in use.
 """
@@ -213,3 +217,29 @@ def fit_context(*, prefer_skip_nested_validation):
     if SKLEARN_PRIVATE:
         return _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
     return _fallback_fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
+
+
+def scorer_accepts_sample_weight(scorer):
+    """Whether ``scorer`` (from ``check_scoring``, or a plain callable) takes
+    ``sample_weight``; several metrics: whether any of them does.
+
+    scikit-learn's scorers answer ``_accept_sample_weight()``; older releases
+    lack it, and their scorer objects are asked through the metric they wrap
+    (``_score_func``), a passthrough scorer through its estimator's ``score``.
+    """
+    import inspect
+
+    method = getattr(scorer, "_accept_sample_weight", None)
+    if callable(method):
+        return bool(method())
+    scorers = getattr(scorer, "_scorers", None)
+    if isinstance(scorers, dict):
+        return any(scorer_accepts_sample_weight(s) for s in scorers.values())
+    for target in (getattr(scorer, "_score_func", None),
+                   getattr(getattr(scorer, "_estimator", None), "score", None), scorer):
+        if callable(target):
+            try:
+                return "sample_weight" in inspect.signature(target).parameters
+            except (TypeError, ValueError):    # pragma: no cover - builtins
+                return False
+    return False

@@ -178,3 +178,22 @@ def test_ctrl_c_stops_a_long_fit(verbose, n_jobs, tmp_path):
     # About a second on an idle machine (the full fit takes ~30 s); generous
     # for shared CI runners, which also run the interpreter's shutdown.
     assert waited < 10.0
+
+
+@pytest.mark.parametrize("path", [False, True])
+def test_progress_line_is_ended_when_the_limit_stops_the_search(path, capsys):
+    # The progress line is rewritten in place ("\r"); a search that stops
+    # before its last candidate must still end it, so that the time_limit
+    # warning and what follows start on their own line.
+    from clarytree import leaf_penalty_path
+
+    X, y = make_piecewise_linear(n_samples=1500, n_features=12, random_state=0)
+    model = CLARITreeRegressor(max_depth=3, lookahead_depth=2, time_limit=0.7, verbose=1)
+    with pytest.warns(UserWarning, match="time_limit"):
+        if path:
+            leaf_penalty_path(model, X, y, [1e-2, 1e-3])
+        else:
+            model.fit(X, y)
+    err = capsys.readouterr().err
+    assert "root candidates" in err
+    assert err.endswith("\n") and not err.endswith("\r\n\n")

@@ -573,3 +573,105 @@ def test_several_metrics_need_refit_to_name_one():
             CLARITreeRegressorCV(refit=refit, **kw).fit(X, y)
     with pytest.raises(IndexError, match="refit callable returned 7"):
         CLARITreeRegressorCV(refit=lambda results: 7, **kw).fit(X, y)
+
+
+def test_cv_that_gives_no_split_is_an_error():
+    X, y = _data()
+    for cv in ([], (s for s in [])):
+        with pytest.raises(ValueError, match=r"gave no train/test split"):
+            CholeskyTreeRegressorCV(max_depth=2, cv=cv).fit(X, y)
+    # A generator of splits serves one fit; the second says so.
+    model = CholeskyTreeRegressorCV(max_depth=2, cv=KFold(3).split(X))
+    model.fit(X, y)
+    with pytest.raises(ValueError, match=r"generator that an earlier fit already used up"):
+        model.fit(X, y)
+
+
+def test_scorer_without_sample_weight_is_warned_about_as_grid_search_does():
+    # The fits are weighted; the scores cannot be: a warning (GridSearchCV's),
+    # not a TypeError, and the same scores as GridSearchCV's.
+    X, y = _data()
+    w = np.random.default_rng(3).integers(1, 4, size=len(y)).astype(float)
+
+    def neg_mse(estimator, X, y):
+        return -np.mean((estimator.predict(X) - y) ** 2)
+
+    lams = [1e-1, 1e-2, 1e-3]
+    folds = KFold(3, shuffle=True, random_state=0)
+    with pytest.warns(UserWarning, match="does not support sample_weight"):
+        model = CholeskyTreeRegressorCV(max_depth=3, leaf_penalties=lams, ridge_alphas=[1e-3],
+                                        cv=folds, scoring=neg_mse).fit(X, y, sample_weight=w)
+    with pytest.warns(UserWarning, match="does not support sample_weight"):
+        search = GridSearchCV(CholeskyTreeRegressor(max_depth=3, ridge_alpha=1e-3),
+                              {"leaf_penalty": lams}, cv=folds,
+                              scoring=neg_mse).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(model.cv_results_["mean_test_score"],
+                               search.cv_results_["mean_test_score"], rtol=1e-12)
+    assert model.best_index_ == search.best_index_
+
+
+def test_cv_routes_sample_weight_as_grid_search_does():
+    # With metadata routing on, the scorer's request decides whether the
+    # validation scores are weighted (the fits always are); a scorer that
+    # says nothing is an error, as in GridSearchCV.
+    import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
+    from sklearn.metrics import make_scorer, mean_squared_error
+    from sklearn.model_selection import GroupKFold
+
+    X, y = _data()
+    rng = np.random.default_rng(4)
+    w = np.where(X[:, 2] > 1, 20.0, 1.0)
+    groups = rng.integers(0, 6, size=len(y))
+    lams, kaps = [1e-1, 1e-2, 1e-3], [1e-1, 1e-4]
+    with sklearn.config_context(enable_metadata_routing=True):
+        tree = CholeskyTreeRegressor(max_depth=3).set_fit_request(sample_weight=True)
+        for request in (False, True):
+            scorer = make_scorer(mean_squared_error, greater_is_better=False
+                                 ).set_score_request(sample_weight=request)
+            model = CholeskyTreeRegressorCV(max_depth=3, leaf_penalties=lams, ridge_alphas=kaps,
+                                            cv=GroupKFold(3), scoring=scorer).fit(
+                X, y, sample_weight=w, groups=groups)
+            search = GridSearchCV(tree, {"leaf_penalty": lams, "ridge_alpha": kaps},
+                                  cv=GroupKFold(3), scoring=scorer).fit(
+                X, y, sample_weight=w, groups=groups)
+            np.testing.assert_allclose(model.cv_results_["mean_test_score"],
+                                       search.cv_results_["mean_test_score"], rtol=1e-12)
+            assert model.best_index_ == search.best_index_
+        # The default R2 is weighted (GridSearchCV's with the tree's score request).
+        model = CholeskyTreeRegressorCV(max_depth=3, leaf_penalties=lams, ridge_alphas=kaps,
+                                        cv=3).fit(X, y, sample_weight=w)
+        search = GridSearchCV(CholeskyTreeRegressor(max_depth=3).set_fit_request(
+            sample_weight=True).set_score_request(sample_weight=True),
+            {"leaf_penalty": lams, "ridge_alpha": kaps}, cv=3).fit(X, y, sample_weight=w)
+        np.testing.assert_allclose(model.cv_results_["mean_test_score"],
+                                   search.cv_results_["mean_test_score"], rtol=1e-12)
+        with pytest.raises(UnsetMetadataPassedError):
+            CholeskyTreeRegressorCV(max_depth=2, cv=3, scoring=make_scorer(mean_squared_error)
+                                    ).fit(X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("bad", [lambda est, X, y: "bad",
+                                 lambda est, X, y: np.array([1.0, 2.0])])
+def test_scorer_that_returns_no_number_is_named(bad):
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"scoring must return a number, got .* \(scorer="):
+        CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=[1e-2], cv=3, scoring=bad).fit(X, y)
+
+
+def test_failed_scoring_is_nan_as_in_grid_search():
+    # A validation fold whose weights are all zero cannot be scored: NaN and
+    # a warning for it, the other folds' scores kept, as GridSearchCV does.
+    X, y = _data()
+    w = np.r_[np.zeros(80), np.ones(len(y) - 80)]
+    lams = [1e-2, 1e-3]
+    with pytest.warns(UserWarning, match="Scoring failed"):
+        model = CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=lams, ridge_alphas=[1e-5],
+                                        cv=KFold(3)).fit(X, y, sample_weight=w)
+    search = GridSearchCV(CholeskyTreeRegressor(max_depth=2, ridge_alpha=1e-5),
+                          {"leaf_penalty": lams}, cv=KFold(3)).fit(X, y, sample_weight=w)
+    for key in ("split0_test_score", "split1_test_score", "mean_test_score",
+                "rank_test_score"):
+        np.testing.assert_array_equal(model.cv_results_[key], search.cv_results_[key])
+    assert np.isnan(model.cv_results_["split0_test_score"]).all()
+    assert model.best_index_ == search.best_index_

@@ -160,3 +160,27 @@ def test_import_and_fit_survive_a_scikit_learn_without_the_private_names(tmp_pat
     out = subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path,
                          capture_output=True, text=True)
     assert out.stdout.strip() == "ok"
+
+
+def test_scorer_accepts_sample_weight():
+    from sklearn.metrics import check_scoring, make_scorer
+
+    from clarytree import CholeskyTreeRegressor
+    from clarytree._sklearn_compat import scorer_accepts_sample_weight
+
+    tree = CholeskyTreeRegressor()
+
+    def unweighted(y_true, y_pred):
+        return 0.0
+
+    def plain(estimator, X, y):
+        return 0.0
+
+    def weighted(estimator, X, y, sample_weight=None):
+        return 0.0
+
+    assert scorer_accepts_sample_weight(check_scoring(tree, scoring=None))     # tree.score
+    assert scorer_accepts_sample_weight(check_scoring(tree, scoring="r2"))
+    assert not scorer_accepts_sample_weight(make_scorer(unweighted))
+    assert not scorer_accepts_sample_weight(plain)
+    assert scorer_accepts_sample_weight(weighted)
