@@ -417,6 +417,12 @@ class _CVMixin:
         for name, array in scores.items():
             _store(results, f"test_{name}", array.reshape(n_cand, n_splits), splits=True,
                    rank=True)
+        for name in scores:
+            means = results[f"mean_test_{name}"]
+            if not np.isfinite(means).all():
+                # (GridSearchCV's warning: such pairs rank last.)
+                warnings.warn(f"One or more of the test scores are non-finite: {means}",
+                              category=UserWarning, stacklevel=3)
         _store(results, "n_leaves", leaves.reshape(n_cand, n_splits).astype(np.float64))
         self.cv_results_ = results
         self.n_leaves_path_ = leaves

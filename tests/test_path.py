@@ -665,7 +665,8 @@ def test_failed_scoring_is_nan_as_in_grid_search():
     X, y = _data()
     w = np.r_[np.zeros(80), np.ones(len(y) - 80)]
     lams = [1e-2, 1e-3]
-    with pytest.warns(UserWarning, match="Scoring failed"):
+    with pytest.warns(UserWarning, match="Scoring failed"), \
+            pytest.warns(UserWarning, match="test scores are non-finite"):
         model = CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=lams, ridge_alphas=[1e-5],
                                         cv=KFold(3)).fit(X, y, sample_weight=w)
     search = GridSearchCV(CholeskyTreeRegressor(max_depth=2, ridge_alpha=1e-5),
