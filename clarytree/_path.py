@@ -479,7 +479,9 @@ class _CVMixin:
         from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 
         if self.scoring is None:
-            scorer = make_scorer(r2_score).set_score_request(sample_weight=True)
+            scorer = make_scorer(r2_score)
+            if _routing_enabled():      # (requests can only be set then)
+                scorer = scorer.set_score_request(sample_weight=True)
         else:
             scorer = check_scoring(self._tree_estimator(), scoring=self.scoring)
         return (MetadataRouter(owner=type(self).__name__)

@@ -651,6 +651,12 @@ def test_cv_routes_sample_weight_as_grid_search_does():
                                     ).fit(X, y, sample_weight=w)
 
 
+def test_metadata_routing_can_be_read_without_routing_enabled():
+    for scoring in (None, "r2", ["r2", "neg_mean_absolute_error"]):
+        routing = CholeskyTreeRegressorCV(scoring=scoring).get_metadata_routing()
+        assert "scorer" in str(routing) and "splitter" in str(routing)
+
+
 @pytest.mark.parametrize("bad", [lambda est, X, y: "bad",
                                  lambda est, X, y: np.array([1.0, 2.0])])
 def test_scorer_that_returns_no_number_is_named(bad):
