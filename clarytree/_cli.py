@@ -357,26 +357,23 @@ def _check_proba(model):
                          "give probabilities")
 
 
-def _categorical_columns(X, spec, path, args=None):
-    """Columns to treat as categorical: text, bool and category columns plus ``spec``.
-
-    ``spec`` is the ``--categorical COL,...`` text (numeric codes declared
-    categorical), or None; ``args`` (the command's) names the target, weight
-    and dropped columns for the errors on those.
+def _categorical_columns(X, args):
+    """Columns to treat as categorical: text, bool and category columns plus
+    those ``--categorical COL,...`` names (numeric codes declared categorical).
     """
     columns = [c for c in X.columns if not _is_number_column(X[c])]
-    named = _column_list(spec)
-    if args is not None:
-        for c in named:
-            if c == args.target:
-                raise UsageError(f"--categorical: {c!r} is the target column")
-            if c == args.weight:
-                raise UsageError(f"--categorical: {c!r} is the --weight column")
-            if c in _column_list(args.drop):
-                raise UsageError(f"--categorical: {c!r} is dropped by --drop")
+    named = _column_list(args.categorical)
+    dropped = _column_list(args.drop)
+    for c in named:
+        if c == args.target:
+            raise UsageError(f"--categorical: {c!r} is the target column")
+        if c == args.weight:
+            raise UsageError(f"--categorical: {c!r} is the --weight column")
+        if c in dropped:
+            raise UsageError(f"--categorical: {c!r} is dropped by --drop")
     unknown = [c for c in named if c not in X.columns]
     if unknown:
-        raise UsageError(f"--categorical: column(s) not in {path}: {_list(unknown)}")
+        raise UsageError(f"--categorical: column(s) not in {args.data}: {_list(unknown)}")
     for c in columns:
         if c not in named:
             _reject_dates(X[c], c)
@@ -597,7 +594,7 @@ def _cmd_fit(args):
                          "constant leaves (--leaf-model constant) have none")
     frame, weights = _take_weights_and_drop(_read_table(args.data, args.encoding), args)
     X, y = _split_target(frame, args.target, args.data)
-    categorical = _categorical_columns(X, args.categorical, args.data, args)
+    categorical = _categorical_columns(X, args)
     X_train, X_test, y_train, y_test, w_train, w_test = _holdout(
         X, y, args.test_size, args.random_state, weights=weights)
     params = {

@@ -147,12 +147,6 @@ def _routing_enabled():
     return bool(sklearn.get_config().get("enable_metadata_routing", False))
 
 
-def process_routing(obj, method, **metadata):
-    from sklearn.utils.metadata_routing import process_routing as route
-
-    return route(obj, method, **metadata)
-
-
 def _take(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
@@ -294,6 +288,7 @@ class _CVMixin:
         # (they import private scikit-learn names at import time).
         from sklearn.metrics import check_scoring
         from sklearn.model_selection import check_cv
+        from sklearn.utils.metadata_routing import process_routing
 
         for name in list(vars(self)):
             if name.endswith("_") and not name.startswith("__"):
@@ -329,7 +324,8 @@ class _CVMixin:
                                  f"expected {y_checked.shape}")
         base = self._tree_estimator()
         scorer = check_scoring(base, scoring=self.scoring)
-        if isinstance(self.scoring, (list, tuple, set, dict)):
+        several = isinstance(self.scoring, (list, tuple, set, dict))
+        if several:
             self._check_refit_for_metrics(list(self.scoring))
         # The validation scores' weights, as GridSearchCV gives its scorer
         # the fit's sample_weight: with metadata routing, where the scorer
@@ -386,7 +382,6 @@ class _CVMixin:
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
         shape = (n_lam, n_alpha, n_splits)
-        several = isinstance(self.scoring, (list, tuple, set, dict))
         multimetric = several or any(res["multimetric"] for res in out)
         # The metrics' names from the first scoring that did not fail.
         metrics = next((list(score) for res in out for score in res["scores"] if score),

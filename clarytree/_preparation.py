@@ -266,15 +266,24 @@ def column_is_categorical(column):
 
 def holds_decimals(column):
     """Whether an object column's present values are all ``decimal.Decimal``
-    (and there is one); the first values decide whether the whole column is
-    looked at."""
+    (and there is one)."""
+    return _inferred_kind(column, decimal.Decimal) == "decimal"
+
+
+def _inferred_kind(column, types):
+    """pandas' inferred kind of an object column's values (``infer_dtype``),
+    or None when its first present values are not all of ``types``.
+
+    The first values decide whether the whole column is looked at (in C),
+    so that a text column costs little.
+    """
     import pandas as pd
 
     head = np.asarray(column[:HEAD_VALUES], dtype=object)
     head = head[~_missing_mask(head)]
-    if head.shape[0] == 0 or not all(isinstance(v, decimal.Decimal) for v in head):
-        return False
-    return pd.api.types.infer_dtype(np.asarray(column, dtype=object), skipna=True) == "decimal"
+    if head.shape[0] == 0 or not all(isinstance(v, types) for v in head):
+        return None
+    return pd.api.types.infer_dtype(np.asarray(column, dtype=object), skipna=True)
 
 
 def is_period_dtype(dtype):
@@ -315,20 +324,10 @@ def date_column_description(column):
 
 def holds_dates(column):
     """What kind of dates an object column holds (``'date'``, ``'datetime'``,
-    ``'time'``, ``'period'``...), or None when its values are not all such.
-
-    The first values decide whether the whole column is looked at (in C),
-    so that a text column costs little.
-    """
+    ``'time'``, ``'period'``...), or None when its values are not all such."""
     import pandas as pd
 
-    head = np.asarray(column[:HEAD_VALUES], dtype=object)
-    head = head[~_missing_mask(head)]
-    if head.shape[0] == 0 or not all(
-            isinstance(v, (datetime.date, datetime.time, np.datetime64, pd.Period))
-            for v in head):
-        return None
-    kind = pd.api.types.infer_dtype(np.asarray(column, dtype=object), skipna=True)
+    kind = _inferred_kind(column, (datetime.date, datetime.time, np.datetime64, pd.Period))
     return kind if kind in ("date", "datetime", "datetime64", "time", "period") else None
 
 
@@ -826,7 +825,6 @@ class Preparation:
         if not self.is_categorical_.any():
             if getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S"):
                 self._name_text_column(estimator, X)
-            frame = X if _is_frame(X) else None
             try:
                 if y is None:
                     X = validate_data(estimator, X, dtype=np.float64, ensure_all_finite=False,
@@ -835,8 +833,8 @@ class Preparation:
                     X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64,
                                          ensure_all_finite=False, order="C", reset=reset)
             except ValueError:
-                if frame is not None:
-                    self._name_text_frame_column(frame, reset)
+                if _is_frame(X):    # (X is still the caller's table here)
+                    self._name_text_frame_column(X, reset)
                 raise
             self._check_finite_numeric(estimator, X)
             return X, None, y

@@ -74,10 +74,12 @@ def _column_is_numeric(col):
     return True
 
 
-def _to_str_column(col):
+def _to_str_column(col, name=None, fitting=False):
     """``str`` of every value, ``MISSING`` for missing ones (an object array).
 
-    ``col`` is a pandas Series or a 1-D array.
+    ``col`` is a pandas Series or a 1-D array.  A present value whose text
+    is ``MISSING`` must not read as a missing value: in fit (``fitting``)
+    it is an error naming column ``name``, at predict an unseen level.
     """
     pd = sys.modules.get("pandas")
     if pd is not None and len(col) >= _FACTORIZE_MIN_ROWS:
@@ -90,13 +92,24 @@ def _to_str_column(col):
                                       use_na_sentinel=True)
         uniques = list(uniques)
         if all(isinstance(u, str) for u in uniques):
-            return np.array([str(u) for u in uniques] + [MISSING], dtype=object)[codes]
+            texts = [_present_text(str(u), name, fitting) for u in uniques]
+            return np.array(texts + [MISSING], dtype=object)[codes]
     col = col.to_numpy(dtype=object) if hasattr(col, "to_numpy") else \
         np.asarray(col, dtype=object)
     out = np.empty(len(col), dtype=object)
     for i, v in enumerate(col):
-        out[i] = MISSING if _is_missing(v) else str(v)
+        out[i] = MISSING if _is_missing(v) else _present_text(str(v), name, fitting)
     return out
+
+
+def _present_text(text, name, fitting):
+    # The text of a present value, kept apart from MISSING (see _to_str_column).
+    if text != MISSING:
+        return text
+    if fitting:
+        raise ValueError(f"column {name} has the level {MISSING!r}, which MBNDT uses for "
+                         "missing values; rename that level")
+    return _RESERVED_AT_PREDICT
 
 
 # Columns from this many rows are converted per distinct value.
@@ -198,25 +211,8 @@ def raw_table(X, kinds, fitting=False):
             out[:, j] = _numeric_column(col, _column_name(names, j))
         else:
             col = X.iloc[:, j] if is_df else np.asarray(X)[:, j]
-            out[:, j] = _to_str_column(col)
-            _keep_missing_apart(out[:, j], col, _column_name(names, j), fitting)
+            out[:, j] = _to_str_column(col, _column_name(names, j), fitting)
     return out
-
-
-def _keep_missing_apart(text, col, name, fitting):
-    """A present level spelled as ``MISSING`` must not read as a missing value:
-    fit refuses it (naming the column), predict takes it as an unseen level."""
-    clash = text == MISSING
-    if not clash.any():
-        return
-    clash &= ~np.fromiter((_is_missing(v) for v in np.asarray(col, dtype=object)),
-                          dtype=bool, count=len(text))
-    if not clash.any():
-        return
-    if fitting:
-        raise ValueError(f"column {name} has the level {MISSING!r}, which MBNDT uses for "
-                         "missing values; rename that level")
-    text[clash] = _RESERVED_AT_PREDICT
 
 
 def _frame_column(X, j):
