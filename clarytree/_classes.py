@@ -1,6 +1,7 @@
 """Scikit-learn estimators for CLARITree and CholeskyTree regression trees."""
 
 import copy
+import math
 import sys
 import time
 import warnings
@@ -355,6 +356,20 @@ class UnsplittableWarning(UserWarning):
     """
 
 
+def clips(estimator):
+    """Whether ``estimator`` clips leaf-model inputs to its leaves' boxes.
+
+    ``extrapolation`` acts at predict time only, so ``set_params`` may change
+    it after fit, past fit's parameter validation: it is checked here.
+    """
+    value = getattr(estimator, "extrapolation", "none")
+    if not (isinstance(value, str) and value in ("none", "clip")):
+        raise ValueError(
+            f"The 'extrapolation' parameter of {type(estimator).__name__} must be a str "
+            f"among {{'clip', 'none'}}. Got {value!r} instead.")
+    return value == "clip"
+
+
 def _resolve_min_samples_leaf(estimator, n_regression, sample_weight, n_rows):
     """The least training weight of a leaf, from ``min_samples_leaf``.
 
@@ -370,8 +385,14 @@ def _resolve_min_samples_leaf(estimator, n_regression, sample_weight, n_rows):
     if isinstance(value, Integral):
         return int(value)
     if sample_weight is None:
-        return max(float(value) * n_rows, 1.0)
-    return max(float(value) * float(sample_weight.sum()), float(sample_weight.min()))
+        return float(max(math.ceil(float(value) * n_rows), 1))
+    need = float(value) * float(sample_weight.sum())
+    if np.all(sample_weight == np.floor(sample_weight)):
+        # Leaves of integer weights weigh whole numbers: the ceiling admits
+        # the same leaves, and also where the product rounds just above an
+        # integer (0.07 * 100), as scikit-learn's rule on the repeated rows.
+        need = float(math.ceil(need))
+    return max(need, float(sample_weight.min()))
 
 
 def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None,
@@ -388,22 +409,29 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
     total = f"{n:g} rows" if sample_weight is None else f"total sample_weight of {n:g}"
     rows = total if sample_weight is None else f"a {total}"
-    if not np.any(n_bins > 1):
-        kept = bins.shape[0]
-        over = (f" over the {kept} row{'s' * (kept != 1)} with positive sample_weight "
-                f"({n_zero_weight} of weight 0 do not count)" if n_zero_weight else "")
-        cause = f"every column of X is constant{over}, so there is no threshold to split on"
-    elif n < 2 * msl:
-        cause = (f"a split needs at least min_samples_leaf = {msl:.10g} rows on each side, "
-                 f"but X has {rows}")
-    else:
-        for f in np.flatnonzero(n_bins > 1):
+    present = np.flatnonzero(n_bins > 1)
+    if n >= 2 * msl:
+        for f in present:
             counts = np.bincount(bins[:, f], weights=sample_weight, minlength=n_bins[f])
             left = np.cumsum(counts)[:-1]
             if missing is not None and missing[f]:
                 left = np.r_[left, left[:-1] + counts[-1]]
             if np.any((left >= msl) & (n - left >= msl)):
                 return
+    # (a column with a missing bin but no present value counts bins it
+    # does not fill)
+    varying = bins.shape[0] > 0 and any(np.any(bins[:, f] != bins[0, f]) for f in present)
+    if not varying:
+        kept = bins.shape[0]
+        over = (f" over the {kept} row{'s' * (kept != 1)} with positive sample_weight "
+                f"({n_zero_weight} of weight 0 do not count)" if n_zero_weight else "")
+        constant = ("is constant or entirely missing" if missing is not None and np.any(missing)
+                    else "is constant")
+        cause = f"every column of X {constant}{over}, so there is no threshold to split on"
+    elif n < 2 * msl:
+        cause = (f"a split needs at least min_samples_leaf = {msl:.10g} rows on each side, "
+                 f"but X has {rows}")
+    else:
         cause = f"no threshold leaves min_samples_leaf = {msl:.10g} of the {total} on both sides"
     if estimator.min_samples_leaf == "auto" and n_regression > 0 and "min_samples" in cause:
         remedy = (f"min_samples_leaf='auto' is 5 rows per regression feature ({n_regression} "
@@ -591,7 +619,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         y : ndarray of shape (n_samples,)
         """
         X = self._validate_X_predict(X)
-        return self.tree_.predict(X, clip=getattr(self, "extrapolation", "none") == "clip")
+        return self.tree_.predict(X, clip=clips(self))
 
     def apply(self, X):
         """Leaf node id reached by each row."""

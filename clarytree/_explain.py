@@ -131,7 +131,9 @@ def _names(estimator, feature_names):
 
 
 def _clip(estimator):
-    return getattr(estimator, "extrapolation", "none") == "clip"
+    from ._classes import clips
+
+    return clips(estimator)
 
 
 def _missing_left(tree, node):

@@ -746,8 +746,9 @@ class _BinaryFamily(TreeFamily):
         return estimator._validate_X_predict(X), list(estimator.categories_)
 
     def predict_encoded(self, estimator, values):
-        return estimator.tree_.predict(
-            values, clip=getattr(estimator, "extrapolation", "none") == "clip")
+        from ._classes import clips
+
+        return estimator.tree_.predict(values, clip=clips(estimator))
 
     def regions(self, estimator, features, fixed, box):
         return _binary_regions(estimator.tree_, features, fixed, box)
@@ -755,9 +756,11 @@ class _BinaryFamily(TreeFamily):
     def leaf_values(self, estimator, leaf, points):
         # As ``Tree.predict``: a missing value counts as its fill value, and
         # with extrapolation="clip" each value moves into the leaf's box.
+        from ._classes import clips
+
         tree = estimator.tree_
         points = np.where(np.isnan(points), np.asarray(tree.fill_value), points)
-        if getattr(estimator, "extrapolation", "none") == "clip":
+        if clips(estimator):
             points = np.clip(points, tree.box_lower[leaf], tree.box_upper[leaf])
         coef = np.asarray(tree.coef[leaf])
         used = coef != 0

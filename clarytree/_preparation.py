@@ -570,6 +570,29 @@ def _missing_mask(values):
                     dtype=bool)
 
 
+def _pandas_missing_as_nan(X):
+    """``X`` with NaN for the pandas NA and NaT of its object columns.
+
+    numpy's float conversion takes None and NaN but refuses ``pd.NA``, so an
+    object column of numbers with NA would otherwise fail where the same
+    column with None works.
+    """
+    fixed = {}
+    for j, (_, column) in enumerate(X.items()):
+        if column.dtype == object:
+            missing = np.asarray(column.isna(), dtype=bool)
+            if missing.any():
+                values = column.to_numpy(dtype=object, copy=True)
+                values[missing] = np.nan
+                fixed[j] = values
+    if not fixed:
+        return X
+    X = X.copy(deep=False)
+    for j, values in fixed.items():
+        X.isetitem(j, values)
+    return X
+
+
 # Columns from this many rows look their levels up per distinct value
 # (factorized first); shorter ones value by value.
 FACTORIZE_MIN_ROWS = 512
@@ -825,6 +848,8 @@ class Preparation:
         if not self.is_categorical_.any():
             if getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S"):
                 self._name_text_column(estimator, X)
+            if _is_frame(X):
+                X = _pandas_missing_as_nan(X)
             try:
                 if y is None:
                     X = validate_data(estimator, X, dtype=np.float64, ensure_all_finite=False,
@@ -832,7 +857,7 @@ class Preparation:
                 else:
                     X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64,
                                          ensure_all_finite=False, order="C", reset=reset)
-            except ValueError:
+            except (TypeError, ValueError):
                 if _is_frame(X):    # (X is still the caller's table here)
                     self._name_text_frame_column(X, reset)
                 raise

@@ -335,6 +335,16 @@ def test_extrapolation_parameter_is_validated(data):
     X, y = data
     with pytest.raises(ValueError, match="extrapolation"):
         CholeskyTreeRegressor(extrapolation="wild").fit(X, y)
+    # It acts at predict time, so set_params after fit skips fit's check:
+    # predict and every export that reproduces predict check it themselves
+    # (a misspelled "Clip" must not quietly predict as "none").
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    for value in ("Clip", True, None):
+        model.set_params(extrapolation=value)
+        for call in (model.predict, lambda X: explain(model, X), lambda X: export_python(model),
+                     lambda X: export_sql(model)):
+            with pytest.raises(ValueError, match="'extrapolation' parameter .* among"):
+                call(X)
 
 
 # --------------------------------------------------------------------------

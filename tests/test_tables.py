@@ -728,3 +728,29 @@ def test_text_levels_that_read_as_numbers_or_missing_are_quoted():
     members = {m.strip() for s in sets for m in s.split(",")}
     assert {"'1'", "1"} <= members, members
     assert members <= {"'1'", "1", "'None'", "'missing'", "plain", "2.5"}, members
+
+
+def test_pandas_na_in_an_object_column_of_numbers_is_missing():
+    # pd.NA (a nullable column cast to object, or a cell set by hand) is a
+    # missing value as None is, whether or not another column is
+    # categorical (the all-numeric route converts the table at once), in fit
+    # and in predict.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    y = X[:, 0] * (X[:, 1] > 0)
+    with_na = pd.Series(X[:, 0], dtype=object)
+    with_na[[0, 5]] = pd.NA
+    with_none = with_na.copy()
+    with_none[[0, 5]] = None
+    params = dict(max_depth=2, n_thresholds=5, categorical_features=None)
+    na_fit = CLARITreeRegressor(**params).fit(pd.DataFrame({"a": with_na, "b": X[:, 1]}), y)
+    none_fit = CLARITreeRegressor(**params).fit(pd.DataFrame({"a": with_none, "b": X[:, 1]}), y)
+    assert na_fit.objective_ == none_fit.objective_
+    rows = pd.DataFrame({"a": pd.Series([pd.NA, 0.5], dtype=object), "b": [0.1, -0.2]})
+    np.testing.assert_array_equal(na_fit.predict(rows),
+                                  na_fit.predict(pd.DataFrame([[np.nan, 0.1], [0.5, -0.2]],
+                                                              columns=["a", "b"])))
+    # What is neither a number nor missing is still named.
+    odd = pd.DataFrame({"a": pd.Series([[1.0]] + [0.0] * 119, dtype=object), "b": X[:, 1]})
+    with pytest.raises(ValueError, match="column 'a'"):
+        CLARITreeRegressor(**params).fit(odd, y)

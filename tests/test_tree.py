@@ -347,6 +347,18 @@ def test_warns_when_no_split_is_admissible():
         CholeskyTreeRegressor(max_depth=0).fit(X[:20], y[:20])  # no split asked for
     with pytest.warns(UnsplittableWarning, match="constant"):
         CholeskyTreeRegressor(max_depth=2).fit(np.ones((50, 2)), y[:50])
+    # A column of only missing values has a missing bin but nothing to
+    # split: "constant or missing", not min_samples_leaf (already 1 here).
+    for nan_X in (np.full((50, 2), np.nan), np.c_[np.full(50, np.nan), np.ones(50)]):
+        with pytest.warns(UnsplittableWarning, match="every column of X is constant or "
+                          "entirely missing.*at least one varying column"):
+            CholeskyTreeRegressor(max_depth=2, min_samples_leaf=1).fit(nan_X, y[:50])
+    # Missing against present is a split: silent.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsplittableWarning)
+        one_value = np.where(np.arange(50) % 2, 1.0, np.nan)[:, None]
+        assert CholeskyTreeRegressor(max_depth=1, min_samples_leaf=1, leaf_penalty=0.0).fit(
+            one_value, y[:50]).get_n_leaves() == 2
     with pytest.warns(UnsplittableWarning, match="X has 50 rows.*lower min_samples_leaf"):
         CholeskyTreeRegressor(max_depth=2, min_samples_leaf=30).fit(X[:50, :2], y[:50])
     # Enough rows in all, but every threshold leaves too few on one side

@@ -226,7 +226,7 @@ def test_fractional_min_samples_leaf(fraction):
     as_fraction = make(1, "linear").set_params(min_samples_leaf=fraction).fit(X, y)
     as_rows = make(1, "linear").set_params(
         min_samples_leaf=int(np.ceil(fraction * n))).fit(X, y)
-    assert as_fraction.min_samples_leaf_ == pytest.approx(fraction * n)
+    assert as_fraction.min_samples_leaf_ == np.ceil(fraction * n)
     assert_same_tree(as_fraction, as_rows)
     leaves = as_fraction.tree_.children_left < 0
     assert as_fraction.tree_.n_node_samples[leaves].min() >= fraction * n
@@ -234,9 +234,33 @@ def test_fractional_min_samples_leaf(fraction):
     repeated = make(1, "linear").set_params(min_samples_leaf=fraction).fit(X[rep], y[rep])
     weighted = make(1, "linear").set_params(min_samples_leaf=fraction).fit(
         X, y, sample_weight=w)
-    assert weighted.min_samples_leaf_ == pytest.approx(fraction * w.sum())
+    assert weighted.min_samples_leaf_ == np.ceil(fraction * w.sum())
     assert repeated.get_n_leaves() >= 3
     assert_same_tree(repeated, weighted)
+
+
+@pytest.mark.parametrize("fraction", [0.07, 0.14, 0.28])
+def test_fraction_rounding_just_above_an_integer_takes_the_ceiling(fraction):
+    # 0.07 * 100 is 7.000000000000001 in floating point: scikit-learn's
+    # ceil makes that 8 rows, and so must the fraction here (rows, and
+    # integer weights as their repeated rows); no relative slack admits 7.
+    from sklearn.tree import DecisionTreeRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(100, 1))
+    y = X[:, 0] + 0.1 * rng.normal(size=100)
+    need = int(np.ceil(fraction * 100))
+    assert need > round(fraction * 100)
+    params = dict(max_depth=6, leaf_model="constant", leaf_penalty=0.0, n_thresholds=None,
+                  min_samples_leaf=fraction)
+    ours = CholeskyTreeRegressor(**params).fit(X, y)
+    theirs = DecisionTreeRegressor(max_depth=6, min_samples_leaf=fraction).fit(X, y)
+    assert ours.min_samples_leaf_ == need
+    leaves = ours.tree_.children_left < 0
+    assert ours.tree_.n_node_samples[leaves].min() >= need
+    assert theirs.tree_.n_node_samples[theirs.tree_.children_left < 0].min() >= need
+    weighted = CholeskyTreeRegressor(**params).fit(X, y, sample_weight=np.ones(100))
+    assert weighted.min_samples_leaf_ == need
 
 
 def test_fractional_min_samples_leaf_below_the_lightest_row_is_one_row():
