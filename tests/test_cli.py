@@ -407,7 +407,7 @@ def test_mbndt_fit_predict(tmp_path):
     assert len(predictions) == len(frame) and set(predictions) <= {"0", "1"}
     assert_usage_error(run("mbndt", path, "--target", "nope"), "column 'nope' not found")
     assert_usage_error(run("mbndt", path, "--target", "target", "--device", "no-such"),
-                       "Invalid torch device 'no-such'")
+                       "must name a torch device such as 'cpu'")
     # Probabilities and kept columns (an id) beside the predictions.
     import io
 

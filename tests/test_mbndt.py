@@ -404,13 +404,20 @@ def test_bad_input(Est):
     huge[:, 0] = np.where(np.arange(40) % 2, 1.7e308, -1.7e308)  # scaling overflows
     with pytest.raises(ValueError, match=r"column\(s\) x\[0\] cannot be standardized"):
         Est(**FAST).fit(huge, y)
-    with pytest.raises(ValueError, match="Invalid torch device"):
+    with pytest.raises(ValueError, match="The 'device' parameter of .* must name a torch"):
         Est(**FAST, device="no-such-device").fit(X, y)
+    # Known to torch but not usable: no values ("meta"), a backend module this
+    # torch build lacks ("hpu": an ImportError inside torch).
+    with pytest.raises(ValueError, match="cannot be 'meta'"):
+        Est(**FAST, device="meta").fit(X, y)
     import torch
 
+    if not hasattr(torch, "hpu"):
+        with pytest.raises(ValueError, match="'hpu', which is not available here"):
+            Est(**FAST, device="hpu").fit(X, y)
     if not torch.cuda.is_available():
         # A CPU-only machine (or build): a clear error, not torch's AssertionError.
-        with pytest.raises(ValueError, match="'cuda' is not available"):
+        with pytest.raises(ValueError, match="'cuda', which is not available"):
             Est(**FAST, device="cuda").fit(X, y)
     with pytest.raises(ValueError, match="too large"):
         Est(max_depth=20, n_branches=4).fit(X, y)
@@ -849,3 +856,47 @@ def test_numbers_stored_as_text_warn():
                                          r"of its 120 present values are numbers") as rec:
         MBNDTClassifier(**FAST, random_state=0).fit(frame, (x > 0).astype(int))
     assert not [w for w in rec if "'kept'" in str(w.message)]
+    # pandas' string dtype (every text column's dtype from pandas 3 on) and
+    # a numpy array of text (np.loadtxt(..., dtype=str)) warn the same way.
+    typed = frame.assign(x=frame["x"].astype("string"))
+    with pytest.warns(UserWarning, match=r"column 'x' holds text, yet 119 of its 120"):
+        MBNDTClassifier(**FAST, random_state=0).fit(typed, (x > 0).astype(int))
+    as_text = np.c_[x, -x].astype(str)
+    with pytest.warns(UserWarning, match=r"holds numbers stored as text.*"
+                                         r"X.astype\(float\)") as rec:
+        MBNDTRegressor(**FAST, random_state=0).fit(as_text, x)
+    assert sum("column x[0] holds" in str(w.message) or "column x[1] holds" in str(w.message)
+               for w in rec) == 2
+
+
+def test_a_class_without_weighted_rows_still_fits():
+    # Every row of the last class weighs 0: it has no training row, yet it
+    # is one of classes_ (as in scikit-learn's trees) with a column of
+    # predict_proba; its probability is small.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 2))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    w = np.where(y == 2, 0.0, 1.0)
+    model = MBNDTClassifier(**FAST, random_state=0).fit(X, y, sample_weight=w)
+    proba = model.predict_proba(X)
+    assert model.classes_.tolist() == [0, 1, 2] and proba.shape == (150, 3)
+    assert proba[:, 2].max() < 0.5 and set(model.predict(X)) <= {0, 1}
+
+
+def test_rows_of_weight_zero_neither_keep_branches_nor_count():
+    # A far cluster of weight-0 rows: no leaf is reached by them alone, and
+    # the exported counts (export_text's "samples") are the weighted rows'.
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 1)
+    y = (X[:, 0] > 0).astype(int)
+    w = np.ones(400)
+    X[:100, 0] = rng.uniform(4, 6, 100)
+    y[:100] = 0
+    w[:100] = 0
+    for seed in (2, 7):
+        model = MBNDTClassifier(max_depth=2, n_branches=3, n_restarts=1, max_epochs=20,
+                                stage1_epochs=5, patience=5, random_state=seed).fit(
+                                    X, y, sample_weight=w)
+        assert model.tree_.n_node_samples[0] == 300
+        leaf = model.apply(X)
+        assert set(np.unique(leaf)) <= set(np.unique(leaf[w > 0]))

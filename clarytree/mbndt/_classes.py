@@ -256,7 +256,8 @@ class _BaseMBNDT(BaseEstimator):
 
         ``sample_weight`` (validated, or None) weights the training loss and the
         early-stopping metrics; rows of weight 0 are left out of the split,
-        the initialization and training (preprocessing still sees them).
+        the initialization, training and pruning (preprocessing still sees
+        them).
         """
         n_int_leaves = self.n_branches**self.max_depth
         if n_int_leaves > _MAX_NOMINAL_LEAVES:
@@ -264,6 +265,8 @@ class _BaseMBNDT(BaseEstimator):
                 f"n_branches**max_depth = {n_int_leaves} nominal leaves is too large; "
                 f"MBNDT is meant for shallow trees (at most {_MAX_NOMINAL_LEAVES} leaves).")
         training = _import_training()
+        # Before the preprocessing, so that a bad device fails at once.
+        device = training.check_device(_resolve_device(self.device), type(self).__name__)
         rng = check_random_state(self.random_state)
         split_seed, torch_seed, prep_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=3))
 
@@ -307,7 +310,7 @@ class _BaseMBNDT(BaseEstimator):
             max_epochs=self.max_epochs, patience=self.patience, tau=self.temperature,
             lr_features=self.lr_features, lr_thresholds=self.lr_thresholds,
             lr_masks=self.lr_masks, lr_leaves=self.lr_leaves, batch_size=bs,
-            feature_init=self.feature_init, device=_resolve_device(self.device),
+            feature_init=self.feature_init, device=str(device),
             verbose=self.verbose)
         state, info = training.train_mbndt(
             xt_fit[tr_idx], y_task[tr_idx], xt_fit[va_idx], y_task[va_idx], task, n_outputs,
@@ -316,12 +319,14 @@ class _BaseMBNDT(BaseEstimator):
         from ._model import torch_hard_branches
         from ._prune import build_tree
 
-        branches = torch_hard_branches(state, xt, self.max_depth, self.n_branches,
+        # Pruning and the exported counts see the rows training saw: a branch
+        # that only rows of weight 0 reach holds an untrained leaf.
+        branches = torch_hard_branches(state, xt[pos], self.max_depth, self.n_branches,
                                        self.temperature)
         impute = {int(k): float(v) for k, v in numeric_impute_values(ct).items()}
-        self.tree_ = build_tree(state, branches, xt, raw, feature_map(ct), ct, kinds, impute,
-                                self.max_depth, self.n_branches, self.temperature, leaf_value,
-                                len(kinds))
+        self.tree_ = build_tree(state, branches, xt[pos], raw[pos], feature_map(ct), ct, kinds,
+                                impute, self.max_depth, self.n_branches, self.temperature,
+                                leaf_value, len(kinds))
         self.preprocessor_ = ct
         self.model_state_ = state
         self.train_info_ = {**info, "device": cfg.device}

@@ -280,7 +280,9 @@ def init_parameters(x, y_init, n_restarts, depth, n_branches, n_outputs, task, r
         n_classes = 0
         weights = np.ones(n)
     else:
-        n_classes = max(int(y_init.max()) + 1, 2)
+        # From the task, not the rows: a class may have no training row here
+        # (all of its weight zero, or all of its rows held out).
+        n_classes = n_outputs if task == "multiclass" else 2
         cw = n / (n_classes * np.maximum(np.bincount(y_init, minlength=n_classes), 1))
         weights = cw[y_init]
     top_k = max(2, int(np.ceil(np.sqrt(p))))

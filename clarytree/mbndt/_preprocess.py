@@ -142,6 +142,8 @@ def infer_column_kinds(X, estimator_name=None):
                 kinds.append("num")
             elif _is_text_dtype(col.dtype):
                 kinds.append("cat")     # text even where every value is missing
+                warn_numeric_text(col, name, estimator_name, _NUMERIC_TEXT_ADVICE.format(
+                    name=name))
             else:
                 # A category column's declared levels decide, so that one
                 # whose training rows are all missing is not taken as numeric.
@@ -161,7 +163,28 @@ def infer_column_kinds(X, estimator_name=None):
     if X.dtype == object:
         for j in range(X.shape[1]):
             _reject_dates(X[:, j], _column_name(None, j))
-    return ["num" if _column_is_numeric(X[:, j]) else "cat" for j in range(X.shape[1])]
+    kinds = ["num" if _column_is_numeric(X[:, j]) else "cat" for j in range(X.shape[1])]
+    _warn_numeric_text_array(X, kinds, estimator_name)
+    return kinds
+
+
+_NUMERIC_TEXT_ARRAY_ADVICE = (
+    "it is a categorical column (one level per value). To split it as a number, pass "
+    "the array as numbers, e.g. X.astype(float), with NaN where a value is missing.")
+
+
+def _warn_numeric_text_array(X, kinds, estimator_name):
+    # An array of numbers stored as text (np.loadtxt(..., dtype=str)) is
+    # categorical by the rule above: say so, as for a DataFrame's text column.
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas ships with the test extras
+        return
+    for j, kind in enumerate(kinds):
+        if kind == "cat":
+            name = _column_name(None, j)
+            warn_numeric_text(pd.Series(X[:, j], dtype=object), name, estimator_name,
+                              _NUMERIC_TEXT_ARRAY_ADVICE)
 
 
 _DATES_ESCAPE = " (or make it a pandas 'category' column to keep its values as levels)"

@@ -211,6 +211,32 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
     return best_states, best_loss, best_score, epoch + 1
 
 
+def check_device(name, estimator_name=None):
+    """The ``torch.device`` called ``name``, checked to hold and compute tensors here.
+
+    Raises a ValueError naming the ``device`` parameter for a name torch
+    does not know, a device this machine or torch build lacks ("cuda" on a
+    CPU-only build raises an AssertionError, an absent backend module an
+    ImportError), and the data-less "meta" device.
+    """
+    owner = f" of {estimator_name}" if estimator_name else ""
+    try:
+        device = torch.device(name)
+    except Exception as exc:
+        raise ValueError(f"The 'device' parameter{owner} must name a torch device such as "
+                         f"'cpu', 'cuda', 'cuda:1' or 'mps', or be 'auto'; got {name!r} "
+                         f"({exc}).") from None
+    if device.type == "meta":
+        raise ValueError(f"The 'device' parameter{owner} cannot be 'meta': its tensors hold "
+                         "no values; use device='cpu'.")
+    try:
+        (torch.zeros(2, device=device) + 1.0).cpu()
+    except Exception as exc:
+        raise ValueError(f"The 'device' parameter{owner} is {name!r}, which is not "
+                         f"available here ({exc}); use device='cpu'.") from None
+    return device
+
+
 def train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr=None, w_va=None):
     """Fit one MBNDT tree; see :func:`_train_mbndt`.
 
@@ -256,17 +282,7 @@ def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr=None, 
         Training diagnostics (epochs, validation loss/score, multiplier, time).
     """
     t0 = time.perf_counter()
-    try:
-        device = torch.device(cfg.device)
-    except RuntimeError as exc:
-        raise ValueError(f"Invalid torch device {cfg.device!r}.") from exc
-    try:
-        torch.zeros(1, device=device)
-    except (RuntimeError, AssertionError) as exc:
-        # e.g. "cuda" on a CPU-only build or a machine without a GPU, where
-        # torch raises an AssertionError ("Torch not compiled with CUDA").
-        raise ValueError(f"Torch device {cfg.device!r} is not available here ({exc}); "
-                         "use device='cpu'.") from exc
+    device = check_device(cfg.device)
     rng = np.random.default_rng(seed)
     gen = torch.Generator().manual_seed(int(seed))
     n_classes = n_outputs if task == "multiclass" else 2
