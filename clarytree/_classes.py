@@ -46,7 +46,10 @@ _SEMANTICS = """
     The intercept is not penalized (its ridge entry is 1e-12).  The fit is
     equivariant to the units of X and y: very large or very small values are
     rescaled by powers of two inside, so their squares neither overflow nor
-    vanish.  ``leaf_penalty`` is therefore a
+    vanish (what is reported in squared units of y, ``objective_``, the
+    node objectives and ``feature_importances_`` built on them, does
+    overflow where ``|y|`` passes about 1e154 and vanish below about
+    1e-154: rescale y there).  ``leaf_penalty`` is therefore a
     fraction of the total variance paid per leaf and ``ridge_alpha`` a
     per-sample ridge strength on standardized features.  Leaf coefficients
     are reported in original units.

@@ -16,7 +16,6 @@ definition of ``feature_importances_``, both computed once at fit time.
 
 import keyword
 import numbers
-import re
 
 import numpy as np
 
@@ -217,8 +216,6 @@ def explain(estimator, X, feature_names=None):
     if clash:
         raise ValueError(f"feature names {clash} clash with the columns of explain(); "
                          "pass feature_names= to rename them")
-    if len(set(names)) != len(names):
-        raise ValueError("feature names must be distinct")
     X = as_pandas(X)
     index = X.index if hasattr(X, "index") and hasattr(X, "columns") else None
     leaves, rules, intercept, terms, prediction = family.contributions(estimator, X, names)
@@ -488,16 +485,13 @@ def _case_lines(cases, pad):
 # --------------------------------------------------------------------------
 
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 # Names the generated source defines besides the function (see export_python).
 _MISSING_HELPER = "_clarytree_missing"
 _RESERVED_NAMES = {_MISSING_HELPER, "_leaf", "_PREDICTION", "_PROBA"}
 
 
 def _check_function_name(name):
-    if not isinstance(name, str) or not _IDENT.match(name) or keyword.iskeyword(name):
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"function_name must be a Python identifier, got {name!r}")
     if name in _RESERVED_NAMES or name.removesuffix("_proba") in _RESERVED_NAMES:
         raise ValueError(f"function_name {name!r} is taken by the generated source's own "
@@ -575,8 +569,9 @@ def binary_python(estimator, names, function_name, doc):
     if used.size:
         lines.append("    # The leaf models read a missing value as its training mean.")
     for j in used:
+        # (float(): a numpy float32 row would otherwise compute in float32)
         lines.append(f"    z{j} = {_lit(_fill(tree, j))} if {_py_missing(f'x[{j}]')} "
-                     f"else x[{j}]  # {names[j]}")
+                     f"else float(x[{j}])  # {names[j]}")
 
     def emit(node, indent):
         pad = "    " * indent
@@ -604,9 +599,9 @@ def binary_python(estimator, names, function_name, doc):
             elif t == np.inf:
                 test = f"not {_py_missing(var)}"
             elif mleft:
-                test = f"{_py_missing(var)} or {var} <= {_lit(t)}"
+                test = f"{_py_missing(var)} or float({var}) <= {_lit(t)}"
             else:
-                test = f"not {_py_missing(var)} and {var} <= {_lit(t)}"
+                test = f"not {_py_missing(var)} and float({var}) <= {_lit(t)}"
         lines.append(f"{pad}if {test}:  # {names[f]}")
         emit(left, indent + 1)
         lines.append(f"{pad}else:")

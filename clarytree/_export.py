@@ -265,14 +265,22 @@ def _feature_names(estimator, feature_names):
         if names is not None:
             return [str(name) for name in names]
         return [f"x[{j}]" for j in range(n)]
-    if isinstance(feature_names, str):
-        raise TypeError("feature_names must be a sequence of strings, not a string")
+    if isinstance(feature_names, (str, bytes, set, frozenset, Mapping)) \
+            or not hasattr(feature_names, "__len__") or not hasattr(feature_names, "__iter__"):
+        # (a set has no column order to name the columns by)
+        raise TypeError("feature_names must be a sequence of strings (list, tuple or "
+                        f"array), got {type(feature_names).__name__}")
     names = [str(name) for name in feature_names]
     if len(names) != n:
         raise ValueError(
             f"feature_names has {len(names)} entries but the estimator was fitted "
             f"on {n} features"
         )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        # Exports read columns by name (SQL, tables): a repeated name would
+        # stand for two columns.
+        raise ValueError(f"feature_names must be distinct; repeated: {repeated}")
     return names
 
 
@@ -651,6 +659,10 @@ class _BinaryFamily(TreeFamily):
         return children, edges, texts
 
     def leaf_rows(self, estimator, names, digits, exact_thresholds=False):
+        clash = sorted(set(names) & {"leaf", "rule", "n_samples", "intercept"})
+        if clash:
+            raise ValueError(f"feature names {clash} clash with the columns of leaf_table(); "
+                             "pass feature_names= to rename them")
         tree = estimator.tree_
         thresholds = _binary_threshold_texts(tree, exact_thresholds)
         view = _BinaryView(estimator)
@@ -991,6 +1003,10 @@ def _json_value(value):
         return [_json_value(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if hasattr(value, "__array__") and hasattr(value, "__len__"):
+        # array-likes a parameter accepts: a pandas Index (X.columns[:2]),
+        # Series, or another library's array; restored as a list.
+        return _json_value(np.asarray(value).tolist())
     raise TypeError(f"cannot serialize parameter value {value!r} of type "
                     f"{type(value).__name__}")
 

@@ -1041,6 +1041,9 @@ class Preparation:
         dtype_categories = values.cat.categories if hasattr(values, "cat") else None
         raw, uniques = _factorize(values)       # raw: index into uniques, -1 missing
         uniques = [_python_scalar(v) for v in uniques]
+        if any(isinstance(v, float) and v in (np.inf, -np.inf) for v in uniques):
+            # As in a numeric column (and no export could write the level).
+            raise _infinity_error([_column_name(names, j)])
         if dtype_categories is not None:
             seen = set(uniques)
             levels = [_python_scalar(v) for v in dtype_categories

@@ -126,7 +126,7 @@ def test_explain_input_errors(data):
     model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
     with pytest.raises(ValueError, match="clash"):
         explain(model, X, feature_names=["leaf", "b", "c", "d"])
-    with pytest.raises(ValueError, match="distinct"):
+    with pytest.raises(ValueError, match=r"distinct; repeated: \['a'\]"):
         explain(model, X, feature_names=["a", "a", "c", "d"])
     with pytest.raises(ValueError, match="features"):
         explain(model, X[:, :2])
@@ -408,12 +408,32 @@ def test_python_export_reproduces_predict_exactly(data, extrapolation):
         np.testing.assert_array_equal(got, model.predict(rows))
 
 
+def test_python_export_computes_float32_rows_as_predict_does():
+    # Rows of a float32 array (``for row in X``) hold numpy float32 values,
+    # which numpy 2 compares and multiplies in float32: the generated code
+    # reads them as Python floats, as predict reads X as float64.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    X[:, 0] = np.where(np.arange(300) % 2, np.float32(1.0000001), np.float32(1.0))
+    y = np.where(X[:, 0] > 1.0, 10.0 + X[:, 1], X[:, 1] * 3.0)
+    model = CholeskyTreeRegressor(max_depth=1, n_thresholds=None).fit(X, y)
+    namespace = {}
+    exec(compile(export_python(model, function_name="f"), "<clarytree>", "exec"), namespace)
+    got = np.array([namespace["f"](row) for row in X])
+    assert all(type(namespace["f"](row)) is float for row in X[:3])
+    np.testing.assert_array_equal(got, model.predict(X))
+
+
 def test_python_export_rejects_bad_names(data):
     X, y = data
     model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
     for bad in ("1x", "class", "a-b", ""):
         with pytest.raises(ValueError, match="identifier"):
             export_python(model, function_name=bad)
+    # Python 3 identifiers are not only ASCII.
+    namespace = {}
+    exec(export_python(model, function_name="prédire"), namespace)
+    assert namespace["prédire"](X[0].tolist()) == model.predict(X[:1])[0]
     for taken in ("_leaf", "_clarytree_missing", "_PREDICTION", "_leaf_proba"):
         with pytest.raises(ValueError, match="taken by the generated source"):
             export_python(model, function_name=taken)

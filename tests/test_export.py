@@ -566,3 +566,57 @@ def test_from_dict_rejects_inconsistent_mbndt_trees():
         with pytest.raises(ValueError, match=message):
             from_dict(description)
     np.testing.assert_array_equal(from_dict(good).predict(X), model.predict(X))
+
+
+def test_feature_names_are_a_sequence_of_distinct_names(data):
+    # Exports read columns by name: a repeated name would stand for two
+    # columns (export_sql would read one of them twice, leaf_table keep one
+    # coefficient), and a set has no column order.
+    from clarytree import export_python, export_sql
+
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    exports = (export_text, leaf_table, export_graphviz, export_sql, export_python)
+    for export in exports:
+        with pytest.raises(ValueError, match=r"distinct; repeated: \['a'\]"):
+            export(model, feature_names=["a", "a", "c"])
+        for bad in ({"a", "b", "c"}, 3):
+            with pytest.raises(TypeError, match="feature_names must be a sequence"):
+                export(model, feature_names=bad)
+    assert export_text(model, feature_names=np.array(["a", "b", "c"])) == export_text(
+        model, feature_names=("a", "b", "c"))
+
+
+def test_leaf_table_refuses_names_that_are_its_own_columns(data):
+    X, y = data
+    frame = pd.DataFrame(X, columns=["leaf", "intercept", "x"])
+    model = CholeskyTreeRegressor(max_depth=2).fit(frame, y)
+    with pytest.raises(ValueError, match=r"\['intercept', 'leaf'\] clash with the columns "
+                                         r"of leaf_table\(\); pass feature_names="):
+        leaf_table(model)
+    table = leaf_table(model, feature_names=["a", "b", "x"], significant_digits=None)
+    np.testing.assert_array_equal(table["intercept"], model.tree_.intercept[table["leaf"]])
+    np.testing.assert_array_equal(table["a"], model.tree_.coef[table["leaf"], 0])
+
+
+def test_array_like_parameters_round_trip_through_json():
+    # regression_features / categorical_features given as a pandas Index
+    # (X.columns[:2]) are array-likes as the docstring allows: to_dict
+    # writes them as lists, and the restored model predicts the same.
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    frame["g"] = pd.Categorical(rng.choice(["u", "v"], 200))
+    y = frame["a"] * (frame["g"] == "u") + frame["b"]
+    model = CholeskyTreeRegressor(max_depth=2, regression_features=frame.columns[:2],
+                                  categorical_features=pd.Series(["g"])).fit(frame, y)
+    data = json.loads(json.dumps(to_dict(model)))
+    assert data["params"]["regression_features"] == ["a", "b"]
+    np.testing.assert_array_equal(from_dict(data).predict(frame), model.predict(frame))
+
+
+def test_infinite_category_level_is_refused_like_infinite_numbers():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=60),
+                          "c": pd.Categorical(rng.choice([1.0, 2.0, np.inf], 60))})
+    with pytest.raises(ValueError, match=r"infinity in column\(s\) 'c'"):
+        CholeskyTreeRegressor(max_depth=1).fit(frame, rng.normal(size=60))
