@@ -693,7 +693,8 @@ _PARAMS_DOC = """
         feature into the leaf's training box (the smallest and largest value
         of the leaf's training rows, in ``tree_.box_lower`` and
         ``tree_.box_upper``), so a prediction never leaves the range the leaf
-        model takes on its box. Training rows lie in their leaf's box, so
+        model takes on its box; a missing value reads as the training mean
+        either way, unclipped. Training rows lie in their leaf's box, so
         their predictions are the same either way; the parameter only acts
         at predict time and can be changed with ``set_params`` after fitting.
     verbose : int, default=0

@@ -177,7 +177,8 @@ def explain(estimator, X, feature_names=None):
     left to right, is ``prediction`` exactly (bit for bit), and
     ``prediction`` is ``estimator.predict(X)``. With
     ``extrapolation="clip"`` the terms use the values clipped to the leaf's
-    training box, as ``predict`` does.
+    training box, as ``predict`` does (a missing value's fill, the training
+    mean, is not clipped).
 
     Parameters
     ----------
@@ -370,9 +371,10 @@ def binary_sql_cases(estimator, names, dialect):
         pairs = []
         for j, c in _leaf_terms(tree, node):
             lo, hi = _box(tree, node, j) if clip else (-np.inf, np.inf)
-            # A missing value reads as the training mean in the leaf models.
-            value = f"COALESCE({cols[j]}, {_lit(_fill(tree, j))})"
-            pairs.append((c, _sql_clip(value, lo, hi, dialect)))
+            # A missing value reads as the training mean in the leaf models,
+            # unclipped (every dialect's clip keeps NULL).
+            value = f"COALESCE({_sql_clip(cols[j], lo, hi, dialect)}, {_lit(_fill(tree, j))})"
+            pairs.append((c, value))
         cases.append((paths[node], _signed_terms(tree.intercept[node], pairs)))
     return cases
 
@@ -395,7 +397,8 @@ def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
       model never saw go where missing values go.
     * With ``extrapolation="clip"`` each column in a leaf model is clipped
       to the leaf's training box: ``MIN(MAX(col, lo), hi)`` in SQLite, a
-      ``CASE`` elsewhere (postgres' ``GREATEST``/``LEAST`` ignore ``NULL``).
+      ``CASE`` elsewhere (postgres' ``GREATEST``/``LEAST`` ignore ``NULL``);
+      a ``NULL`` then reads as the training mean, unclipped.
     * MBNDT trees test raw columns as the fitted tree does: numeric missing
       values are replaced by the training median (``COALESCE``), missing
       categories match the level table's missing entry (``IS NULL``) or the
@@ -567,10 +570,13 @@ def binary_python(estimator, names, function_name, doc):
     used = np.flatnonzero(np.any(np.asarray(tree.coef)[np.asarray(tree.children_left) < 0]
                                  != 0, axis=0))
     if used.size:
-        lines.append("    # The leaf models read a missing value as its training mean.")
+        lines.append("    # The leaf models read a missing value as its training mean"
+                     + (" (not clipped)." if clip else "."))
     for j in used:
-        # (float(): a numpy float32 row would otherwise compute in float32)
-        lines.append(f"    z{j} = {_lit(_fill(tree, j))} if {_py_missing(f'x[{j}]')} "
+        # (float(): a numpy float32 row would otherwise compute in float32;
+        # with clip a missing value stays None until its leaf's term)
+        missing_as = "None" if clip else _lit(_fill(tree, j))
+        lines.append(f"    z{j} = {missing_as} if {_py_missing(f'x[{j}]')} "
                      f"else float(x[{j}])  # {names[j]}")
 
     def emit(node, indent):
@@ -579,8 +585,12 @@ def binary_python(estimator, names, function_name, doc):
         if left < 0:
             pairs = []
             for j, c in _leaf_terms(tree, node):
-                lo, hi = _box(tree, node, j) if clip else (-np.inf, np.inf)
-                pairs.append((c, _py_clip(f"z{j}", lo, hi)))
+                if clip:
+                    lo, hi = _box(tree, node, j)
+                    pairs.append((c, f"({_lit(_fill(tree, j))} if z{j} is None else "
+                                     f"{_py_clip(f'z{j}', lo, hi)})"))
+                else:
+                    pairs.append((c, f"z{j}"))
             lines.append(f"{pad}return {_signed_terms(tree.intercept[node], pairs)}"
                          f"  # leaf {node}")
             return

@@ -771,9 +771,9 @@ class _BinaryFamily(TreeFamily):
         from ._classes import clips
 
         tree = estimator.tree_
-        points = np.where(np.isnan(points), np.asarray(tree.fill_value), points)
-        if clips(estimator):
+        if clips(estimator):    # (NaN stays NaN: fill values are not clipped)
             points = np.clip(points, tree.box_lower[leaf], tree.box_upper[leaf])
+        points = np.where(np.isnan(points), np.asarray(tree.fill_value), points)
         coef = np.asarray(tree.coef[leaf])
         used = coef != 0
         return tree.intercept[leaf] + points[:, used] @ coef[used]

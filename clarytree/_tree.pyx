@@ -333,8 +333,10 @@ cdef class Tree:
                 continue
             x = X[i, j]
             if isnan(x):
+                # The fill value is what the leaf model read for a missing
+                # value in training too: never clipped.
                 x = self._fill[j]
-            if clip:
+            elif clip:
                 if x < self._box_lower[leaf, j]:
                     x = self._box_lower[leaf, j]
                 elif x > self._box_upper[leaf, j]:

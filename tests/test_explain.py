@@ -866,3 +866,36 @@ def test_exports_keep_awkward_names_and_levels_intact(family):
     assert names[-1] in table.columns or family == "mbndt"
     assert not any("\n" in rule for rule in table["rule"])
     assert any("two\\nlines" in rule for rule in table["rule"])
+
+
+def test_clip_leaves_the_fill_of_a_missing_value_alone():
+    # x0 sits in [0, 2] or [8, 10]; its training mean (about 5, the fill of
+    # a missing value) lies in neither leaf's box.  A missing value reads as
+    # that mean in training, so clipping it would change the training rows'
+    # predictions; predict, explain and the exports all leave it.
+    rng = np.random.default_rng(0)
+    x0 = np.where(rng.random(400) < 0.5, rng.uniform(0, 2, 400), rng.uniform(8, 10, 400))
+    X = np.c_[x0, rng.normal(size=400)]
+    y = np.where(x0 < 5, 5 * x0, 100 - 5 * x0) + X[:, 1] + 0.01 * rng.normal(size=400)
+    X[(np.arange(400) % 7 == 0) & (x0 < 5), 0] = np.nan     # missing in the left group
+    model = CholeskyTreeRegressor(max_depth=1, leaf_penalty=0.0, n_thresholds=None).fit(X, y)
+    tree = model.tree_
+    leaves = np.flatnonzero(tree.children_left < 0)
+    assert all(not tree.box_lower[k, 0] <= tree.fill_value[0] <= tree.box_upper[k, 0]
+               for k in leaves)
+    unclipped = model.predict(X)
+    clipped = model.set_params(extrapolation="clip").predict(X)
+    np.testing.assert_array_equal(clipped, unclipped)
+    rows = np.vstack([X, [[np.nan, 0.5], [-3.0, 0.5], [np.nan, 40.0], [30.0, np.nan]]])
+    expected = model.predict(rows)
+    table = explain(model, rows)
+    np.testing.assert_array_equal(_left_to_right(table, ["x[0]", "x[1]"]), expected)
+    namespace = {}
+    exec(export_python(model, function_name="f"), namespace)
+    np.testing.assert_array_equal([namespace["f"](r) for r in rows.tolist()], expected)
+    sql = f"SELECT {export_sql(model, table=None)} FROM t"
+    np.testing.assert_array_equal(_sqlite_predict(sql, rows.tolist(), ["x[0]", "x[1]"]),
+                                  expected)
+    # Present values outside the box are still clipped.
+    assert model.predict(rows[-3:-2])[0] != model.set_params(
+        extrapolation="none").predict(rows[-3:-2])[0]
