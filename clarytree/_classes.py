@@ -43,7 +43,8 @@ _SEMANTICS = """
     weighted: ``SSE_leaf = sum w (y - f(x))^2``, ``n`` is the total weight
     ``W = sum w`` and ``TSS = sum w (y - mean_w(y))^2``, so an integer
     weight is the same as repeating the row (zero: dropping it).
-    The intercept is not penalized (its ridge entry is 1e-12).  The fit is
+    The intercept is not penalized (its ridge entry is 1e-12, times the mean
+    row weight with ``sample_weight``).  The fit is
     equivariant to the units of X and y: very large or very small values are
     rescaled by powers of two inside, so their squares neither overflow nor
     vanish (what is reported in squared units of y, ``objective_``, the

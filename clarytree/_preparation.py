@@ -47,8 +47,9 @@ from ._splitter import MISSING_LEFT
 from ._thresholds import threshold_pool
 from ._tree import MAX_CATEGORIES, TREE_UNDEFINED, Tree, bitset_codes, categories_bitset
 
-# Ridge entry of the unpenalized intercept: keeps the Gram matrix of an empty
-# or one-row node positive definite without biasing the intercept.
+# Ridge entry of the unpenalized intercept, per unit of mean row weight: keeps
+# the Gram matrix of an empty or one-row node positive definite without
+# biasing the intercept (at any scale of sample_weight).
 INTERCEPT_RIDGE = 1e-12
 # Standard deviations below this fraction of a column's magnitude are treated
 # as 1 (numerically constant columns).
@@ -1291,7 +1292,9 @@ class Preparation:
             tss = _dot(w, y_centred * y_centred)
             total = float(w.sum())
         ridge = np.full(p, total * float(self.ridge_alpha))
-        ridge[0] = INTERCEPT_RIDGE
+        # Relative to a row's weight, as the leaves' Gram entries are: a fixed
+        # 1e-12 would penalize the intercept of rows weighing 1e-9 each.
+        ridge[0] = INTERCEPT_RIDGE if w is None else INTERCEPT_RIDGE * (total / n)
         return W, ridge, tss
 
     def _pools(self, X, w):

@@ -308,3 +308,21 @@ def test_huge_weights_fit_constant_leaves(lookahead):
     np.testing.assert_array_equal(big.tree_.threshold, fitted.tree_.threshold)
     np.testing.assert_allclose(big.objective_, fitted.objective_ * 2.0**200, rtol=1e-12)
     np.testing.assert_allclose(big.predict(X), fitted.predict(X), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e-12])
+def test_tiny_weights_leave_the_intercept_unpenalized(scale):
+    # Every term of the objective scales with the weights, and so does the
+    # intercept's tiny ridge: rows weighing 1e-12 each fit the same leaf
+    # models as rows weighing 1 (a fixed 1e-12 ridge would outweigh them and
+    # push the intercept into the slopes).
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 12, size=(60, 1))
+    y = np.where(X[:, 0] < 6, 0.0, 100.0) + 0.5 * X[:, 0]
+    params = dict(max_depth=1, min_samples_leaf=0.1, leaf_penalty=0.0, n_thresholds=None)
+    unit = CholeskyTreeRegressor(**params).fit(X, y, sample_weight=np.ones(60))
+    tiny = CholeskyTreeRegressor(**params).fit(X, y, sample_weight=np.full(60, scale))
+    for name in ("feature", "threshold", "children_left", "n_node_samples"):
+        np.testing.assert_array_equal(getattr(tiny.tree_, name), getattr(unit.tree_, name))
+    np.testing.assert_allclose(tiny.predict(X), unit.predict(X), rtol=1e-9, atol=1e-9)
+    assert tiny.objective_ / scale == pytest.approx(unit.objective_, rel=1e-6)
