@@ -483,6 +483,7 @@ cdef class BuildContext:
             self.ws[t].sw.n_thresholds_skipped = 0
             self.ws[t].sw.crit.n_refactor = 0
             self.ws[t].sw.crit.n_factorizations = 0
+            self.ws[t].sw.crit.n_singular = 0
         self.last_signal_check = now
         self.deadline = INFINITY if self.time_limit is None else now + self.time_limit
         self.time_up = self.time_limit is not None and self.time_limit <= 0
@@ -508,7 +509,7 @@ cdef class BuildContext:
         out = {"n_evaluations": 0, "n_bulk_sweeps": 0, "n_incremental_sweeps": 0,
                "n_refactor": 0, "memo_hits": 0, "memo_stored": 0,
                "n_thresholds_scanned": 0, "n_thresholds_skipped": 0,
-               "n_carried_children": 0, "n_factorizations": 0}
+               "n_carried_children": 0, "n_factorizations": 0, "n_singular": 0}
         for t in range(self.n_workspaces):
             out["memo_hits"] += self.ws[t].memo.n_hits
             out["memo_stored"] += self.ws[t].memo.n_stored
@@ -517,6 +518,7 @@ cdef class BuildContext:
             out["n_incremental_sweeps"] += self.ws[t].sw.n_incremental_sweeps
             out["n_refactor"] += self.ws[t].sw.crit.n_refactor
             out["n_factorizations"] += self.ws[t].sw.crit.n_factorizations
+            out["n_singular"] += self.ws[t].sw.crit.n_singular
             out["n_thresholds_scanned"] += self.ws[t].sw.n_thresholds_scanned
             out["n_thresholds_skipped"] += self.ws[t].sw.n_thresholds_skipped
             out["n_carried_children"] += self.ws[t].n_carried_children

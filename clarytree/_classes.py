@@ -43,8 +43,8 @@ _SEMANTICS = """
     weighted: ``SSE_leaf = sum w (y - f(x))^2``, ``n`` is the total weight
     ``W = sum w`` and ``TSS = sum w (y - mean_w(y))^2``, so an integer
     weight is the same as repeating the row (zero: dropping it).
-    The intercept is not penalized (its ridge entry is 1e-12, times the mean
-    row weight with ``sample_weight``).  The fit is
+    The intercept is not penalized (its ridge entry is 1e-12, times the
+    lightest row weight where that is below 1).  The fit is
     equivariant to the units of X and y: very large or very small values are
     rescaled by powers of two inside, so their squares neither overflow nor
     vanish (what is reported in squared units of y, ``objective_``, the
@@ -304,6 +304,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         # _fit_tree <- fit <- scikit-learn's fit_context wrapper <- the caller.
         warnings.warn(_time_limit_message(time_limit, report), UserWarning,
                       stacklevel=4)
+    _warn_if_singular(estimator, counters)
     estimator.n_candidate_evaluations_ = counters["n_evaluations"]
     unit = prep.y_scale_ * prep.y_scale_
     objective *= unit
@@ -333,6 +334,7 @@ def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_li
     counters["n_threads"] = context.n_threads
     if not report["complete"]:
         warnings.warn(_time_limit_message(time_limit, report), UserWarning, stacklevel=4)
+    _warn_if_singular(estimator, counters)
     unit = prep.y_scale_ * prep.y_scale_
     fitted = []
     for lam, (objective, nodes) in zip(leaf_penalties, results, strict=True):
@@ -348,6 +350,26 @@ def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_li
                                          data, prep)
         fitted.append(est)
     return fitted, counters
+
+
+def _warn_if_singular(estimator, counters):
+    """Warn when leaf fits were skipped because their Gram matrix did not factorize.
+
+    With ``ridge_alpha`` near the float64 resolution of the leaves' Gram
+    matrices (about 1e-16 of their diagonal), regression features that are
+    collinear within a leaf leave it singular: such a child scores an
+    infinite loss, so its split is never taken, and the tree can be worse
+    than the objective's optimum without any other sign.
+    """
+    n = counters.get("n_singular", 0)
+    if n:
+        warnings.warn(
+            f"{type(estimator).__name__}: {n} leaf regression(s) among the scored "
+            f"candidates could not be factorized at ridge_alpha={estimator.ridge_alpha!r} "
+            "(regression features collinear within a leaf, and a ridge too small to "
+            "separate them in float64) and their splits were skipped, so the tree may "
+            "be worse than it should; raise ridge_alpha (e.g. to 1e-8) or drop "
+            "duplicated columns from regression_features.", UserWarning, stacklevel=5)
 
 
 class UnsplittableWarning(UserWarning):

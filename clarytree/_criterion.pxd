@@ -36,6 +36,7 @@ cdef struct CriterionWork:
     double right_yy
     unsigned long long n_refactor    # downdates that fell back to a refactor
     unsigned long long n_factorizations  # ridge losses from packed sums (loss)
+    unsigned long long n_singular    # leaf Gram matrices that did not factorize
     void* block                  # the one allocation behind the buffers
 
 

@@ -116,6 +116,7 @@ cdef class RidgeCriterion(Criterion):
         cdef double value = packed_ridge_loss(acc, w.ridge, w.R, w.v, w.p, &info)
         w.n_factorizations += 1
         if info != 0:
+            w.n_singular += 1
             return INFINITY
         return value
 
@@ -126,8 +127,10 @@ cdef class RidgeCriterion(Criterion):
         packed_ridge_loss_pair(acc0, acc1, w.ridge, w.R, w.v, w.pair, w.p, out, info)
         w.n_factorizations += 2
         if info[0] != 0:
+            w.n_singular += 1
             out[0] = INFINITY
         if info[1] != 0:
+            w.n_singular += 1
             out[1] = INFINITY
 
     cdef void coef(self, const double* acc, double* beta,
@@ -204,8 +207,9 @@ cdef void _refactor_right(CriterionWork* w) noexcept nogil:
         k += q - i
     w.right_yy = w.total[k] - w.left_acc[k]
     if chol_factor(R, p) != 0:
-        # Only reachable with a non-positive ridge entry; report an
-        # infinite loss rather than a wrong one.
+        # A ridge too small for collinear columns: an infinite loss rather
+        # than a wrong one, counted (the fit warns).
+        w.n_singular += 1
         w.right_yy = INFINITY
         return
     solve_rt(R, w.right_z, p)

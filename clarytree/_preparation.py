@@ -47,9 +47,9 @@ from ._splitter import MISSING_LEFT
 from ._thresholds import threshold_pool
 from ._tree import MAX_CATEGORIES, TREE_UNDEFINED, Tree, bitset_codes, categories_bitset
 
-# Ridge entry of the unpenalized intercept, per unit of mean row weight: keeps
-# the Gram matrix of an empty or one-row node positive definite without
-# biasing the intercept (at any scale of sample_weight).
+# Ridge entry of the unpenalized intercept (times the lightest row weight when
+# that is below 1): keeps the Gram matrix of an empty or one-row node positive
+# definite without biasing the intercept (at any scale of sample_weight).
 INTERCEPT_RIDGE = 1e-12
 # Standard deviations below this fraction of a column's magnitude are treated
 # as 1 (numerically constant columns).
@@ -199,7 +199,10 @@ def _infinity_error(columns):
 
 
 def _resolve_columns(spec, parameter, n_features, feature_names):
-    """Indices named by a list of indices, a list of names or a boolean mask."""
+    """Indices named by a list of indices, a list of names or a boolean mask
+    (or a set of indices or names: the result is sorted anyway)."""
+    if isinstance(spec, (set, frozenset)):
+        spec = list(spec)
     spec = np.atleast_1d(np.asarray(spec))
     if spec.size == 0:
         return np.empty(0, dtype=np.intp)
@@ -1292,9 +1295,11 @@ class Preparation:
             tss = _dot(w, y_centred * y_centred)
             total = float(w.sum())
         ridge = np.full(p, total * float(self.ridge_alpha))
-        # Relative to a row's weight, as the leaves' Gram entries are: a fixed
-        # 1e-12 would penalize the intercept of rows weighing 1e-9 each.
-        ridge[0] = INTERCEPT_RIDGE if w is None else INTERCEPT_RIDGE * (total / n)
+        # At most the lightest row's weight times 1e-12 (a leaf's Gram entry is
+        # its weight): a fixed 1e-12 would penalize the intercept of rows
+        # weighing 1e-9 each.  Weights of 1 and more keep 1e-12, so integer
+        # weights still prepare exactly the repeated rows' problem.
+        ridge[0] = INTERCEPT_RIDGE if w is None else INTERCEPT_RIDGE * min(1.0, float(w.min()))
         return W, ridge, tss
 
     def _pools(self, X, w):

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_impl import ReferenceProblem
 
-from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+from clarytree import CholeskyTreeRegressor, CLARITreeRegressor, leaf_penalty_path
 from clarytree._classes import _fit_tree
 
 
@@ -203,6 +203,10 @@ def test_pandas_names_and_pickle():
     np.testing.assert_array_equal(clone.predict(df), model.predict(df))
     with pytest.raises(ValueError, match="not in X"):
         CLARITreeRegressor(regression_features=["zzz"]).fit(df, y)
+    # A set of names (or indices) selects the same columns.
+    for chosen in ({"b", "a"}, {1, 0}):
+        as_set = CLARITreeRegressor(max_depth=3, regression_features=chosen).fit(df, y)
+        np.testing.assert_array_equal(as_set.regression_features_, [0, 1])
 
 
 def test_exact_fit_of_piecewise_linear_data():
@@ -388,3 +392,26 @@ def test_warns_when_no_split_is_admissible():
                       r"sample_weight \(997 of weight 0 do not count\).*give positive weight"):
         CholeskyTreeRegressor(max_depth=2, min_samples_leaf=1).fit(
             np.r_[np.ones((3, 2)), X[3:, :2]], y, sample_weight=np.r_[np.ones(3), np.zeros(997)])
+
+
+@pytest.mark.parametrize("lookahead", [0, 2])
+def test_leaf_fits_that_do_not_factorize_are_reported(lookahead):
+    # A duplicated regression column and ridge_alpha far below float64's
+    # resolution of the Gram diagonal: children whose ridge Gram matrix is
+    # singular cannot be scored and their splits are skipped, which the fit
+    # says (it would otherwise return a worse tree without a sign); a
+    # usable ridge finds the better tree and stays silent.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    X = np.c_[x, x, rng.normal(size=200)]
+    y = np.abs(x) + 0.1 * rng.normal(size=200)
+    params = dict(max_depth=2, lookahead_depth=lookahead, n_thresholds=7)
+    with pytest.warns(UserWarning, match=r"could not be factorized at ridge_alpha=1e-30.*"
+                                         r"raise ridge_alpha"):
+        tiny = CLARITreeRegressor(**params, ridge_alpha=1e-30).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        usable = CLARITreeRegressor(**params, ridge_alpha=1e-10).fit(X, y)
+    assert usable.objective_ < tiny.objective_
+    with pytest.warns(UserWarning, match="could not be factorized"):
+        leaf_penalty_path(CLARITreeRegressor(**params, ridge_alpha=1e-30), X, y, [0.0, 0.01])
