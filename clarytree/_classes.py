@@ -560,6 +560,10 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        # Text and categorical columns are split on as levels (see
+        # categorical_features).
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
         return tags
 
     def _make_preparation(self):
@@ -598,27 +602,33 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
 
     # Views of ``tree_`` (and of ``regression_features_``), derived here only,
     # so a tree restored by ``from_dict`` needs nothing else.
+    def _check_tree(self):
+        """Raise ``NotFittedError`` unless there is a fitted ``tree_``."""
+        check_is_fitted(self, "tree_")
+
     @property
     def leaf_ids_(self):
-        check_is_fitted(self, "tree_")
+        self._check_tree()
         return np.flatnonzero(self.tree_.children_left == TREE_LEAF)
 
     @property
     def leaf_intercepts_(self):
-        return np.array(self.tree_.intercept[self.leaf_ids_])
+        leaves = self.leaf_ids_     # (checks the fit first)
+        return np.array(self.tree_.intercept[leaves])
 
     @property
     def leaf_coefs_(self):
-        return np.array(self.tree_.coef[self.leaf_ids_])
+        leaves = self.leaf_ids_     # (checks the fit first)
+        return np.array(self.tree_.coef[leaves])
 
     @property
     def feature_importances_(self):
-        check_is_fitted(self, "tree_")
+        self._check_tree()
         return feature_importances(self.tree_)
 
     @property
     def split_only_features_(self):
-        check_is_fitted(self, "tree_")
+        self._check_tree()
         return np.setdiff1d(np.arange(self.n_features_in_), self.regression_features_)
 
     def _make_tree(self, nodes, *mapping, X=None):
@@ -627,7 +637,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         return self._preparation.make_tree(nodes)
 
     def _validate_X_predict(self, X):
-        check_is_fitted(self)
+        self._check_tree()
         return self._preparation.transform(self, X)
 
     def predict(self, X):
@@ -659,12 +669,12 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
 
     def get_n_leaves(self):
         """Number of leaves of the fitted tree."""
-        check_is_fitted(self)
+        self._check_tree()
         return self.tree_.n_leaves
 
     def get_depth(self):
         """Depth of the fitted tree (0 for a single leaf)."""
-        check_is_fitted(self)
+        self._check_tree()
         return self.tree_.max_depth
 
 

@@ -820,6 +820,11 @@ def _pipeline_parts(estimator, feature_names, caller):
         try:
             feature_names = list(estimator[:-1].get_feature_names_out())
         except (AttributeError, ValueError, TypeError) as exc:
+            if getattr(final, "feature_names_in_", None) is not None:
+                # The steps pass a DataFrame on ("passthrough", a
+                # FunctionTransformer) without naming their output: the
+                # tree saw the names.
+                return final, None
             raise TypeError(
                 f"{caller} got a Pipeline whose steps before the last give no feature "
                 f"names ({exc}); pass its fitted tree, {caller}(pipe[-1], "

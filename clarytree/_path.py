@@ -503,12 +503,12 @@ class _CVMixin:
                              f"cv_results_ (0 to {n_candidates - 1})")
         return int(index)
 
-    def _validate_X_predict(self, X):
+    def _check_tree(self):
         if getattr(self, "cv_results_", None) is not None and not hasattr(self, "tree_"):
             raise NotFittedError(
                 f"This {type(self).__name__} was fitted with refit=False: it holds the "
                 "CV results but no tree; refit it or fit the chosen pair yourself")
-        return super()._validate_X_predict(X)
+        super()._check_tree()
 
 
 _CV_PARAMS_DOC = """

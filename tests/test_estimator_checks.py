@@ -21,3 +21,22 @@ from clarytree import (
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_tags_say_what_the_estimators_take():
+    # NaN, text and categorical columns are all taken directly (the
+    # preparation splits on levels), so the tags say so; each tag is backed
+    # by a fit that uses it.
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = np.empty((60, 2), dtype=object)
+    X[:, 0] = rng.normal(size=60)
+    X[:, 1] = rng.choice(["red", "blue"], 60)
+    X[::7, 0] = np.nan
+    y = np.where(X[:, 1] == "red", 1.0, -1.0)
+    for cls in (CholeskyTreeRegressor, CLARITreeRegressor):
+        tags = cls().__sklearn_tags__().input_tags
+        assert tags.allow_nan and tags.string and tags.categorical
+        model = cls(max_depth=1, categorical_features=[1]).fit(X, y)
+        assert model.score(X, y) == 1.0

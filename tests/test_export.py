@@ -195,6 +195,11 @@ def test_pipeline_is_unwrapped(data):
         export_text(opaque)
     with pytest.raises(TypeError, match=r"pipe\[-1\]"):
         to_dict(pipe)
+    # Steps that name nothing but pass a DataFrame on: the tree's own names.
+    for step in ("passthrough", FunctionTransformer()):
+        named = make_pipeline(step, CholeskyTreeRegressor(max_depth=2)).fit(frame, y)
+        assert export_text(named) == export_text(named[-1])
+        assert leaf_table(named).columns.tolist()[-3:] == ["a", "b", "c"]
 
 
 def test_text_options(data):

@@ -900,3 +900,19 @@ def test_rows_of_weight_zero_neither_keep_branches_nor_count():
         assert model.tree_.n_node_samples[0] == 300
         leaf = model.apply(X)
         assert set(np.unique(leaf)) <= set(np.unique(leaf[w > 0]))
+
+
+def test_global_transform_output_changes_nothing():
+    # The internal preprocessor pins its own output: a user's
+    # set_config(transform_output="pandas") neither warns nor changes the fit.
+    import sklearn
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=200),
+                          "c": rng.choice([f"l{i}" for i in range(15)], 200)})
+    y = frame["a"].to_numpy() + (frame["c"].str[1:].astype(int) % 3)
+    reference = MBNDTRegressor(**FAST, random_state=0).fit(frame, y).predict(frame)
+    with sklearn.config_context(transform_output="pandas"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = MBNDTRegressor(**FAST, random_state=0).fit(frame, y).predict(frame)
+    np.testing.assert_array_equal(got, reference)

@@ -398,6 +398,12 @@ def test_cv_without_refit():
     assert not hasattr(model, "tree_")
     with pytest.raises(NotFittedError, match="refit=False"):
         model.predict(X)
+    # Every view of the tree says the same (not an AttributeError on tree_).
+    for view in (model.get_n_leaves, model.get_depth, lambda: model.leaf_coefs_,
+                 lambda: model.leaf_intercepts_, lambda: model.leaf_ids_,
+                 lambda: model.feature_importances_):
+        with pytest.raises(NotFittedError, match="refit=False"):
+            view()
 
 
 def test_cv_stops_before_the_tasks_when_only_the_refit_would_fail():

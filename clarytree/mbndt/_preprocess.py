@@ -293,7 +293,10 @@ def build_preprocessor(kinds, raw, max_onehot_levels, rank_gauss, target_type, r
                                                      sparse_output=False), low))
     if high:
         transformers.append(("target", _target_encoder(target_type, random_state), high))
-    return ColumnTransformer(transformers, sparse_threshold=0.0, remainder="drop")
+    # Arrays whatever the user's set_config(transform_output=...): training
+    # reads numbers, and the inner steps name no output columns.
+    return ColumnTransformer(transformers, sparse_threshold=0.0,
+                             remainder="drop").set_output(transform="default")
 
 
 def _target_encoder(target_type, random_state):
