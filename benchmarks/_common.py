@@ -9,6 +9,7 @@ import csv
 import gzip
 import json
 import os
+import sys
 from pathlib import Path
 
 _THREAD_VARS = (
@@ -139,6 +140,24 @@ def make_piecewise_linear(**params):
     from clarytree.datasets import make_piecewise_linear as generate
 
     return generate(**params)
+
+
+def table_paths(data_dir, folder, names, suffix):
+    """The files of the comma-separated table ``names`` in ``data_dir/folder``.
+
+    Exits with a message naming the missing tables and the available ones
+    (not a traceback) when the folder or a table is not there.
+    """
+    where = Path(data_dir) / folder
+    paths = {name: where / f"{name}{suffix}" for name in names.split(",")}
+    missing = [name for name, path in paths.items() if not path.is_file()]
+    if missing:
+        available = sorted(p.name[:-len(suffix)] for p in where.glob(f"*{suffix}")) \
+            if where.is_dir() else []
+        sys.exit(f"no table {', '.join(missing)} in {where}"
+                 + (f"; available: {', '.join(available)}" if available
+                    else " (pass --data-dir, the folder holding the shared datasets)"))
+    return paths
 
 
 def as_float(value):

@@ -12,7 +12,9 @@ per-call time (over many repeats) of
 
 and the ratios of the fresh factorization to the kernels.  All timings go
 through the Python wrappers, so the kernel columns include a fixed wrapper
-overhead of well under a microsecond (shape check and memoryview set-up).
+overhead of about 3 microseconds per update or downdate call (argument
+checks and memoryview set-up): at small ``p`` it is most of what they show,
+and their ratios there say little about the kernels themselves.
 BLAS and OpenMP are pinned to one thread before numpy is imported.
 """
 

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_DATA_DIR, single_threaded_env
+from _common import DEFAULT_DATA_DIR, single_threaded_env, table_paths
 
 single_threaded_env()
 
@@ -87,8 +87,8 @@ def main():
           f"median of {args.repeat}")
     print(f"{'table':>20} {'model':>12} {'NaN table (s)':>14} {'twin (s)':>9} "
           f"{'ratio':>6} {'evaluations':>12}")
-    for name in args.datasets.split(","):
-        path = Path(args.data_dir) / "mixed" / f"{name}_raw.csv.gz"
+    for name, path in table_paths(args.data_dir, "mixed", args.datasets,
+                                  "_raw.csv.gz").items():
         raw, twin, y = tables(path, args.missing, args.seed, args.variant, args.indicators)
         for label, make in models.items():
             cpu_fit(make, raw, y), cpu_fit(make, twin, y)          # warm-up

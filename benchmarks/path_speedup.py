@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_DATA_DIR, read_table, single_threaded_env
+from _common import DEFAULT_DATA_DIR, read_table, single_threaded_env, table_paths
 
 single_threaded_env()
 
@@ -83,8 +83,9 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
     rows = []
-    for name in args.datasets.split(","):
-        X, y, _ = read_table(Path(args.data_dir) / "regression" / f"{name}.csv.gz")
+    for name, path in table_paths(args.data_dir, "regression", args.datasets,
+                                  ".csv.gz").items():
+        X, y, _ = read_table(path)
         rows.append((name, *run(name, X, y, args)))
     print("\n| table | path (s) | 11 fits (s) | speed-up |\n|---|---:|---:|---:|")
     for name, tp, ts in rows:

@@ -522,6 +522,10 @@ def _cmd_demo(args):
     from . import CholeskyTreeRegressor, CLARITreeRegressor
     from .datasets import make_greedy_trap
 
+    if args.max_depth < 2:
+        # g then h: the signal needs two splits to show.
+        raise UsageError(f"--max-depth must be >= 2 for the trap (the signal needs two "
+                         f"splits), got {args.max_depth}")
     if args.n_nuisance <= args.max_depth:
         raise UsageError("--n-nuisance must be greater than --max-depth for the trap to hold")
     kw = {"epsilon": args.epsilon, "n_nuisance": args.n_nuisance, "depth": args.max_depth}
@@ -536,8 +540,9 @@ def _cmd_demo(args):
         "The greedy trap (CLARITree paper, appendix B.2): y = g*h*z for most rows,\n"
         f"a product of one random nuisance pair for a fraction eps={args.epsilon} of them.\n"
         "No single split on g, h or z helps a linear leaf, so a greedy tree chases\n"
-        "nuisance bits; one-step lookahead sees that g then h makes y = +-z in every\n"
-        f"leaf. {args.n_samples} training rows, {args.n_samples} test rows, "
+        "what only looks useful (nuisance bits, cuts of z that fit noise); one-step\n"
+        "lookahead sees that g then h makes y = +-z in every leaf.\n"
+        f"{args.n_samples} training rows, {args.n_samples} test rows, "
         f"features: g, h, m1a..m{args.n_nuisance}b, z.\n"
         "Leaf equations show their 3 largest terms.\n"
     )
@@ -993,7 +998,8 @@ def build_parser():
                       help="fraction of nuisance rows, in (0, 0.5)")
     demo.add_argument("--n-nuisance", type=_positive_int, default=8,
                       help="number of nuisance feature pairs")
-    demo.add_argument("--max-depth", type=_positive_int, default=4, help="tree depth")
+    demo.add_argument("--max-depth", type=_positive_int, default=4,
+                      help="tree depth (at least 2)")
     demo.add_argument("--seed", type=_non_negative_int, default=0,
                       help="seed of the generated data")
     _add_verbosity(demo)

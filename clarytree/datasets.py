@@ -164,9 +164,11 @@ def make_greedy_trap(
     leaves: conditioning on :math:`g`, :math:`h` or :math:`z` alone leaves a
     product of independent symmetric variables, uncorrelated with every feature,
     so its one-step gain is zero. A nuisance split on :math:`m_{j1}` has a small
-    positive gain (the leaf can then fit :math:`m_{j2}`), so a greedy tree of
-    depth :math:`d < U` spends every split on nuisance bits and keeps a
-    population MSE of at least :math:`1 - \varepsilon`. One-step lookahead sees
+    positive gain (the leaf can then fit :math:`m_{j2}`), so in the population
+    a greedy tree of depth :math:`d < U` spends every split on nuisance bits
+    and keeps an MSE of at least :math:`1 - \varepsilon` (on a sample it may
+    also cut :math:`z` where noise makes a split look useful, which does not
+    help either). One-step lookahead sees
     that splitting on :math:`g` and then :math:`h` makes :math:`Y = \pm z` in
     every leaf, a linear model, and reaches a population MSE of at most
     :math:`2\varepsilon`: the ratio is at least :math:`1/(4\varepsilon)`.

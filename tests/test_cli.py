@@ -303,6 +303,7 @@ def bad_files(tmp_path_factory):
          ["--categorical: 'a' is dropped by --drop"]),
         (("demo", "--epsilon", "0.7"), ["epsilon"]),
         (("demo", "--n-nuisance", "3"), ["--n-nuisance"]),
+        (("demo", "--max-depth", "1"), ["--max-depth must be >= 2"]),
         (("frobnicate",), ["invalid choice"]),
     ],
 )

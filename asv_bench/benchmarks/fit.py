@@ -20,7 +20,7 @@ Data: the paper's piecewise-linear design (appendix D.3), generated in
   (every midpoint)}, at ``n = 1000`` and ``k = 8``; plus 5 and 20 at
   ``n = 1e4`` (every midpoint only for small n).
 
-The two are separate classes rather than one full product so that
+``FitSize`` and ``FitThresholds`` are separate classes rather than one full product so that
 ``asv run --python=same --quick`` stays within a few minutes on two cores;
 heavy combinations are skipped (``NotImplementedError`` in ``setup``,
 shown as n/a): every midpoint only with the greedy tree, and lookahead only

@@ -49,7 +49,8 @@ print("with missing values in training:", list(X.columns[model.missing_features_
 # The rules name levels; the branch of a categorical split that missing
 # values and unseen levels take says ``or missing``. ``s5`` is not split on
 # here, but it enters every leaf equation, where a missing ``s5`` counts as
-# its training mean (``model.tree_.fill_value``), so its term adds nothing.
+# its training mean (``model.tree_.fill_value``): its term is the coefficient
+# times that mean, the leaf's prediction for a patient of average ``s5``.
 print(export_text(model, significant_digits=3))
 
 # %%
