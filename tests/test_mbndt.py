@@ -916,3 +916,24 @@ def test_global_transform_output_changes_nothing():
         warnings.simplefilter("error")
         got = MBNDTRegressor(**FAST, random_state=0).fit(frame, y).predict(frame)
     np.testing.assert_array_equal(got, reference)
+
+
+def test_a_category_column_of_integer_codes_is_categorical():
+    # Store codes made a pandas category are levels (as HistGradientBoosting's
+    # and CLARITree's "from_dtype" read them), not numbers to cut: the
+    # non-ordinal pattern {10, 30, 50} against {20, 40} is learned exactly
+    # as with the same codes as text.
+    rng = np.random.RandomState(0)
+    codes = rng.choice([10, 20, 30, 40, 50], 400)
+    y = np.isin(codes, [10, 30, 50]).astype(int)
+    params = dict(FAST, max_depth=1, random_state=0)
+    as_ints = MBNDTClassifier(**params).fit(pd.DataFrame({"store": pd.Categorical(codes)}), y)
+    as_text = MBNDTClassifier(**params).fit(
+        pd.DataFrame({"store": pd.Categorical(codes.astype(str))}), y)
+    assert as_ints._column_kinds == ["cat"]
+    np.testing.assert_array_equal(
+        as_ints.predict_proba(pd.DataFrame({"store": pd.Categorical(codes)})),
+        as_text.predict_proba(pd.DataFrame({"store": pd.Categorical(codes.astype(str))})))
+    # Codes given as plain ints at predict find their levels.
+    np.testing.assert_array_equal(as_ints.predict(pd.DataFrame({"store": codes})),
+                                  as_ints.predict(pd.DataFrame({"store": pd.Categorical(codes)})))

@@ -553,6 +553,9 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Numeric and/or categorical features; missing values allowed.
+            Categorical: a DataFrame's ``category`` and string columns (a
+            category column whatever its levels' type, so integer codes can
+            be declared levels) and object columns holding text.
             polars DataFrames and pyarrow Tables are read as pandas ones.
         y : array-like of shape (n_samples,)
             Class labels.
@@ -636,6 +639,7 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            As for :meth:`MBNDTClassifier.fit`.
         y : array-like of shape (n_samples,)
             Real-valued target (finite).
         sample_weight : array-like of shape (n_samples,), default=None

@@ -125,9 +125,11 @@ def infer_column_kinds(X, estimator_name=None):
     """Return a list with ``"num"`` or ``"cat"`` for every column of ``X``.
 
     ``X`` is a 2-D numpy array (any dtype) or a pandas DataFrame.  Numeric dtypes
-    are numeric and pandas string columns categorical; an object column is
-    numeric only when every non-missing value is a real number, a category
-    column only when every one of its categories is.  A text column of a DataFrame whose
+    are numeric; pandas string and category columns categorical (a category
+    column whatever its levels' type, as HistGradientBoosting's "from_dtype"
+    and CLARITree's read it: integer codes made categorical are meant as
+    levels); an object column is numeric only when every non-missing value is
+    a real number.  A text column of a DataFrame whose
     values are (mostly) numbers written as text is categorical, with a warning
     (``warn_numeric_text``).
     """
@@ -144,11 +146,10 @@ def infer_column_kinds(X, estimator_name=None):
                 kinds.append("cat")     # text even where every value is missing
                 warn_numeric_text(col, name, estimator_name, _NUMERIC_TEXT_ADVICE.format(
                     name=name))
+            elif hasattr(col, "cat"):
+                kinds.append("cat")     # declared categorical by its dtype
             else:
-                # A category column's declared levels decide, so that one
-                # whose training rows are all missing is not taken as numeric.
-                vals = (col.cat.categories.to_numpy(dtype=object) if kind == "O"
-                        and hasattr(col, "cat") else col.to_numpy(dtype=object))
+                vals = col.to_numpy(dtype=object)
                 if col.dtype == object:
                     _reject_dates(vals, name)
                 kinds.append("num" if _column_is_numeric(vals) else "cat")
