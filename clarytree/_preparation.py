@@ -955,15 +955,29 @@ class Preparation:
             return
         sample = present[:1000].tolist()
         known_is_text = [isinstance(v, str) for v in known]
+        name = _column_name(getattr(estimator, "feature_names_in_", None), j)
+        consequence = "so every row takes the missing-value direction at its splits"
         if all(known_is_text) and all(isinstance(v, str) for v in sample):
-            warn_levels_spelled_otherwise(
-                type(estimator).__name__,
-                _column_name(getattr(estimator, "feature_names_in_", None), j), sample,
-                known, "so every row takes the missing-value direction at its splits",
-                f"spell its values as fit saw them (categories_[{j}])")
+            if warn_levels_spelled_otherwise(
+                    type(estimator).__name__, name, sample, known, consequence,
+                    f"spell its values as fit saw them (categories_[{j}])"):
+                return
+            # Text levels given as codes '0', '1', ... (a CSV of the encoded
+            # column reads as text too).
+            if all(map(reads_as_number, sample)) and not any(map(reads_as_number, known)):
+                warn_levels_of_another_kind(
+                    type(estimator).__name__, name, sample, known, "text", "numbers",
+                    consequence, f"Pass the column as fit saw it (categories_[{j}] lists "
+                    "its levels).")
             return
         if any(map(_is_bool, known)) or _flag_text(known):
             self._warn_flags_of_another_type(estimator, j, sample, known)
+            return
+        if all(known_is_text) and all(map(_is_bool, sample)):
+            # 'yes'/'no' levels given as True/False: lost as surely.
+            warn_levels_of_another_kind(
+                type(estimator).__name__, name, sample, known, "text", "bools", consequence,
+                f"Pass the column as fit saw it (categories_[{j}] lists its levels).")
             return
         if any(known_is_text) and not all(known_is_text):
             return                          # levels of mixed types
@@ -971,9 +985,7 @@ class Preparation:
         if any(isinstance(v, str) == fit_text or _is_bool(v) for v in sample):
             return                          # same type: genuinely new levels
         names = getattr(estimator, "feature_names_in_", None)
-        name = _column_name(names, j)
         fit_kind, now_kind = ("text", "numbers") if fit_text else ("numbers", "text")
-        consequence = "so every row takes the missing-value direction at its splits"
         if warn_levels_matching_as_numbers(
                 type(estimator).__name__, name, sample, known,
                 f"fit saw {fit_kind}, this column holds {now_kind}", consequence,

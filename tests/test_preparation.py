@@ -789,6 +789,13 @@ def test_levels_recoded_as_numbers_at_predict_warn():
         lost = model.predict(recoded)
     assert len(record) == 1 and record[0].filename == __file__
     np.testing.assert_array_equal(lost, model.predict(frame.assign(b=None)))
+    # The same codes as text (how a CSV of the encoded column reads), and
+    # the levels as bools: lost as surely, said as surely.
+    for spelled, kind in ((recoded["b"].astype(str), "numbers"),
+                          (recoded["b"].astype(bool), "bools")):
+        with pytest.warns(UserWarning, match=rf"column 'b' holds none of the levels seen in "
+                          rf"fit: fit saw text \('u', 'v'\), this column holds {kind} "):
+            assert np.array_equal(model.predict(frame.assign(b=spelled)), lost)
     codes = CLARITreeRegressor(max_depth=2, categorical_features=["b"]).fit(recoded, y)
     with pytest.warns(UserWarning, match=r"fit saw numbers \(0, 1\), this column holds text"):
         codes.predict(frame)
@@ -957,6 +964,10 @@ def test_mbndt_text_levels_recoded_as_numbers_at_predict_warn():
             fitted.predict(frame.assign(c=codes))
         assert rec[0].filename == __file__
         assert len(rec) == 1
+    # Levels given as bools (True/False for two of them) are lost as surely.
+    with pytest.warns(UserWarning, match=r"column 'c' holds none of the levels seen in fit: "
+                      r"fit saw text \('Blue', .*\), this column holds bools"):
+        model.predict(frame.assign(c=codes == 0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.predict(frame.assign(c="Purple"))

@@ -21,7 +21,9 @@ from sklearn.utils.validation import (
 from .._frames import as_pandas
 from .._preparation import (
     _column_name,
+    _flag_text,
     _infinity_error,
+    _is_bool,
     check_has_columns,
     reads_as_number,
     validate_sample_weight,
@@ -247,6 +249,11 @@ class _BaseMBNDT(BaseEstimator):
             if all(map(reads_as_number, sample)) and not any(map(reads_as_number, known)):
                 warn_levels_of_another_kind(
                     type(self).__name__, name, sample, sorted(known), "text", "numbers",
+                    consequence, "Pass the column as fit saw it.")
+            elif all(map(_is_bool, sample)) and not _flag_text(sorted(known)):
+                # 'yes'/'no' levels given as True/False.
+                warn_levels_of_another_kind(
+                    type(self).__name__, name, sample, sorted(known), "text", "bools",
                     consequence, "Pass the column as fit saw it.")
 
     # ----------------------------------------------------------------- fit
