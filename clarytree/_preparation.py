@@ -357,6 +357,11 @@ def _not_numeric_message(values, name, fitting):
 # the column to look like a numeric one whose dtype a few stray entries
 # (a "?" or "n/a" marker, a typo) turned into text.
 NUMERIC_TEXT_SHARE = 0.9
+# Or: at least half of them numbers, with many distinct values, and the rest
+# at most this many distinct entries (a missing-value marker used often: 19%
+# "?" in a lab measurement).
+MARKER_LEVELS = 2
+MARKER_MIN_NUMBERS = 10
 
 
 def warn_numeric_text(column, name, estimator_name, advice=None):
@@ -364,10 +369,13 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
 
     A CSV column with one "?" among numbers arrives as text, and "from_dtype"
     would split it as a categorical column with one level per value, which
-    is rarely what was meant.  Only ``object`` and ``string`` columns are
-    looked at (``category`` and ``bool`` are categorical by choice), first on
-    a sample so that a text column costs little.  ``advice`` replaces the
-    closing sentences (what to do about it).
+    is rarely what was meant.  It looks numeric when at least 90% of its
+    present values are numbers, or at least half are, of at least 10
+    distinct values, and the rest are one or two markers repeated.  Only
+    ``object`` and ``string`` columns are looked at (``category`` and
+    ``bool`` are categorical by choice), first on a sample so that a text
+    column costs little.  ``advice`` replaces the closing sentences (what
+    to do about it).
     """
     import pandas as pd
 
@@ -379,8 +387,7 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
     # microseconds, where pandas' own parsing costs a millisecond a column).
     # (The head only: converting a whole arrow string column to objects
     # costs more than the check.)
-    if _head_numeric_share(np.asarray(column.array[:HEAD_VALUES], dtype=object)) \
-            < NUMERIC_TEXT_SHARE:
+    if not _head_may_be_numeric(np.asarray(column.array[:HEAD_VALUES], dtype=object)):
         return
     values = column[column.notna()]
     if values.shape[0] == 0:
@@ -388,17 +395,19 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
     objects = values.astype(object)
     # True/False (a bool column with missing values is an object column)
     # are levels, not numbers, although pandas reads them as 1 and 0.
-    numbers_ = (pd.to_numeric(objects, errors="coerce").notna().to_numpy()
-                & ~objects.map(_is_bool).to_numpy(dtype=bool))
+    parsed = pd.to_numeric(objects, errors="coerce")
+    numbers_ = parsed.notna().to_numpy() & ~objects.map(_is_bool).to_numpy(dtype=bool)
     n_numbers, n_present = int(numbers_.sum()), numbers_.shape[0]
-    if n_numbers < NUMERIC_TEXT_SHARE * n_present:
+    others = pd.unique(values[~numbers_].astype(str))
+    if n_numbers < NUMERIC_TEXT_SHARE * n_present and not (
+            2 * n_numbers >= n_present and len(others) <= MARKER_LEVELS
+            and parsed[numbers_].nunique() >= MARKER_MIN_NUMBERS):
         return
     if n_numbers == n_present:
         text = objects.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
         what = ("numbers stored as text" if text.any()
                 else "numbers in a column of dtype object")
     else:
-        others = pd.unique(values[~numbers_].astype(str))
         shown = ", ".join(repr(v) for v in others[:3]) + (", ..." if len(others) > 3 else "")
         what = (f"text, yet {n_numbers} of its {n_present} present values are numbers "
                 f"(the others: {shown})")
@@ -417,11 +426,13 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
 HEAD_VALUES = 64
 
 
-def _head_numeric_share(values):
-    """Share of the present ``values`` that read as numbers (1 with none present)."""
+def _head_may_be_numeric(values):
+    """Whether the head of a column could pass either rule of
+    :func:`warn_numeric_text` (a text column usually fails it at once)."""
     present = values[~_missing_mask(values)]
-    allowed = (1.0 - NUMERIC_TEXT_SHARE) * len(values)
+    few = (1.0 - NUMERIC_TEXT_SHARE) * len(present)
     failures = 0
+    markers = set()
     for v in present:
         try:
             if _is_bool(v):
@@ -429,9 +440,11 @@ def _head_numeric_share(values):
             float(v)
         except (TypeError, ValueError):
             failures += 1
-            if failures > allowed:
-                return 0.0      # too many already: a text column
-    return 1.0 - failures / len(present) if len(present) else 1.0
+            markers.add(str(v))
+            if 2 * failures > len(present) or (failures > few
+                                               and len(markers) > MARKER_LEVELS):
+                return False
+    return True
 
 
 def _package_dir(module):

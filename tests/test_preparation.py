@@ -680,6 +680,33 @@ def test_numbers_stored_as_text_warn_when_inferred_categorical():
         CLARITreeRegressor(max_depth=1).fit(frame[["words", "cat"]], y)
 
 
+def test_a_marker_used_often_still_reads_as_a_numeric_column():
+    # A lab value with "?" in 30% of the rows (the UCI files' marker): under
+    # 90% numbers, but many distinct numbers and one repeated marker; the
+    # head of the column starts with markers too.  A column of a few number
+    # codes and words ("1", "2", "none", "many") is categorical and silent.
+    rng = np.random.default_rng(0)
+    n = 300
+    lab = np.round(rng.normal(50, 10, n), 1).astype(str).astype(object)
+    lab[rng.random(n) < 0.3] = "?"
+    lab[:5] = "?"
+    codes = rng.choice(["1", "2", "3", "none", "many", "few"], n)
+    frame = pd.DataFrame({"lab": lab, "codes": codes, "x": rng.normal(size=n)})
+    y = frame["x"].to_numpy()
+    with pytest.warns(UserWarning, match=r"column 'lab' holds text, yet \d+ of its 300 present "
+                      r"values are numbers \(the others: '\?'\)") as record:
+        CLARITreeRegressor(max_depth=1).fit(frame, y)
+    assert not [w for w in record if "'codes'" in str(w.message)]
+    # Markers of three kinds, or fewer than half numbers: text, silent.
+    three_markers = np.where(lab == "?", rng.choice(["?", "n/a", "-"], n), lab)
+    mostly_markers = np.where(rng.random(n) < 0.6, "?", lab)
+    for other in (three_markers, mostly_markers):
+        mixed = frame.assign(lab=other)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            CLARITreeRegressor(max_depth=1).fit(mixed[["lab", "x"]], y)
+
+
 @pytest.mark.parametrize("family", ["clari", "mbndt"])
 def test_object_columns_of_flags_or_numbers(family):
     """True/False with missing values are levels (no numbers-as-text warning);
