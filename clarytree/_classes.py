@@ -658,22 +658,55 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         return self.tree_.predict(X, clip=clips(self))
 
     def apply(self, X):
-        """Leaf node id reached by each row."""
+        """Leaf node id reached by each row.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Read as ``predict`` reads it.
+
+        Returns
+        -------
+        leaves : ndarray of int of shape (n_samples,)
+            Node ids of ``tree_`` (as ``leaf_ids_`` and ``leaf_table`` number them).
+        """
         X = self._validate_X_predict(X)
         return self.tree_.apply(X)
 
     def decision_path(self, X):
-        """Sparse indicator (n_samples, n_nodes) of the nodes each row visits."""
+        """The nodes each row visits, from the root to its leaf.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Read as ``predict`` reads it.
+
+        Returns
+        -------
+        indicator : scipy.sparse.csr_matrix of shape (n_samples, n_nodes)
+            Nonzero where the row visits the node.
+        """
         X = self._validate_X_predict(X)
         return self.tree_.decision_path(X)
 
     def get_n_leaves(self):
-        """Number of leaves of the fitted tree."""
+        """Number of leaves of the fitted tree.
+
+        Returns
+        -------
+        n_leaves : int
+        """
         self._check_tree()
         return self.tree_.n_leaves
 
     def get_depth(self):
-        """Depth of the fitted tree (0 for a single leaf)."""
+        """Depth of the fitted tree.
+
+        Returns
+        -------
+        depth : int
+            The longest root-to-leaf path in splits (0 for a single leaf).
+        """
         self._check_tree()
         return self.tree_.max_depth
 
@@ -762,6 +795,7 @@ _PARAMS_DOC = """
     leaf_ids_ : ndarray of int
         Node ids of the leaves, in preorder.
     leaf_intercepts_ : ndarray of shape (n_leaves,)
+        Intercepts of the leaf models, in the order of ``leaf_ids_``.
     leaf_coefs_ : ndarray of shape (n_leaves, n_features)
         Leaf models in original units (zeros for columns not in the leaf
         regressions).
@@ -780,6 +814,7 @@ _PARAMS_DOC = """
         Candidate splits the search scored by completing their subtrees
         (0 for the greedy tree, which scores none that way).
     n_features_in_ : int
+        Number of columns of ``X`` in fit.
     feature_names_in_ : ndarray of str
         Present when ``X`` had string column names.
 """
@@ -832,7 +867,7 @@ class CLARITreeRegressor(_BaseLinearTree):
 """).replace("    n_features_in_ : int\n", """    search_complete_ : bool
         False when ``time_limit`` cut the lookahead search short.
     n_features_in_ : int
-""")
+""", 1)
         + """
     See Also
     --------

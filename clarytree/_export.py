@@ -295,8 +295,15 @@ _UNSET = _Deprecated()
 
 
 def _check_digits(significant_digits, decimals=_UNSET, name="significant_digits"):
-    """Validate ``significant_digits``; ``decimals`` is its former name."""
+    """Validate ``significant_digits``; ``decimals`` is its former name.
+
+    Both given (``significant_digits`` not at its default, 4) is an error:
+    one of them would be ignored.
+    """
     if decimals is not _UNSET:
+        if significant_digits != 4:
+            raise TypeError("pass significant_digits only: decimals is its former name, "
+                            f"and both were given ({significant_digits!r} and {decimals!r})")
         warnings.warn(
             "'decimals' is renamed 'significant_digits' (it always counted significant "
             "digits, not decimal places); 'decimals' will be removed", FutureWarning,

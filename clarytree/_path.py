@@ -94,8 +94,10 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
         estimator's ``n_jobs`` threads, as its ``fit`` does (the trees do
         not depend on them), and a ``time_limit`` bounds the whole search
         rather than each penalty's.
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Training data, as the estimator's ``fit`` takes it.
     y : array-like of shape (n_samples,)
+        Target values.
     leaf_penalties : sequence of float
         The penalties (lambda, each >= 0), in any order; repeats are allowed.
     sample_weight : array-like of shape (n_samples,), optional
@@ -261,8 +263,10 @@ class _CVMixin:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Training data, as the tree's ``fit`` takes it.
         y : array-like of shape (n_samples,)
+            Target values.
         sample_weight : array-like of shape (n_samples,), optional
             Row weights of every fit (each fold's training rows, and the
             refit) and of the validation scores, as in

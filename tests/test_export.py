@@ -171,6 +171,9 @@ def test_readable_defaults():
     with pytest.warns(FutureWarning, match="significant_digits"):
         old = export_text(model, decimals=4, show_samples=False)
     assert old == text
+    # Both names at once: one would be ignored.
+    with pytest.raises(TypeError, match="pass significant_digits only"):
+        export_text(model, significant_digits=6, decimals=2)
 
 
 def test_pipeline_is_unwrapped(data):

@@ -365,6 +365,8 @@ class _BaseMBNDT(BaseEstimator):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            The columns of fit (by name for a DataFrame); missing values and
+            unseen levels take the branches the tree sends them to.
 
         Returns
         -------
@@ -379,6 +381,8 @@ class _BaseMBNDT(BaseEstimator):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            The columns of fit (by name for a DataFrame); missing values and
+            unseen levels take the branches the tree sends them to.
 
         Returns
         -------
@@ -397,6 +401,8 @@ class _BaseMBNDT(BaseEstimator):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            The columns of fit (by name for a DataFrame); missing values and
+            unseen levels take the branches the tree sends them to.
 
         Returns
         -------
@@ -406,12 +412,22 @@ class _BaseMBNDT(BaseEstimator):
         return self.tree_.path_length(raw)
 
     def get_n_leaves(self):
-        """Number of realized leaves of the exported (pruned) tree."""
+        """Number of realized leaves of the exported (pruned) tree.
+
+        Returns
+        -------
+        n_leaves : int
+        """
         check_is_fitted(self, "tree_")
         return self.tree_.n_leaves
 
     def get_depth(self):
-        """Longest root-to-leaf path of the exported tree, in tests."""
+        """Longest root-to-leaf path of the exported tree, in tests.
+
+        Returns
+        -------
+        depth : int
+        """
         check_is_fitted(self, "tree_")
         return self.tree_.max_depth
 
@@ -541,6 +557,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels, in the order of ``predict_proba``'s columns.
 """ + _COMMON_ATTRS_DOC + _NOTES_DOC + """
     Examples
     --------
@@ -602,6 +619,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            The columns of fit (by name for a DataFrame); missing values and
+            unseen levels take the branches the tree sends them to.
 
         Returns
         -------
@@ -616,6 +635,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            The columns of fit (by name for a DataFrame); missing values and
+            unseen levels take the branches the tree sends them to.
 
         Returns
         -------
@@ -677,6 +698,8 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            The columns of fit (by name for a DataFrame); missing values and
+            unseen levels take the branches the tree sends them to.
 
         Returns
         -------
