@@ -671,9 +671,10 @@ def test_categorical_column_without_a_level_in_training_predicts(empty):
 
 
 def test_mbndt_types_text_and_category_columns_without_values_as_categorical():
-    """Whatever the training rows hold, a pandas string or category column of
-    text levels is categorical (an empty one used to be typed numeric, and
-    predict then rejected its levels as 'not a number')."""
+    """Whatever the training rows hold, a pandas string or category column
+    is categorical (an empty one used to be typed numeric, and predict then
+    rejected its levels as 'not a number'), a category column of number
+    levels too (as CLARITree's "from_dtype" reads it)."""
     from clarytree.mbndt._preprocess import infer_column_kinds
 
     X = pd.DataFrame({
@@ -685,7 +686,7 @@ def test_mbndt_types_text_and_category_columns_without_values_as_categorical():
         "numbers": pd.Series([1, None, 2.5], dtype=object),
         "text": pd.Series(["a", None, "b"], dtype=object),
     })
-    assert infer_column_kinds(X) == ["num", "num", "cat", "cat", "num", "num", "cat"]
+    assert infer_column_kinds(X) == ["num", "num", "cat", "cat", "cat", "num", "cat"]
 
 
 def test_levels_that_would_misread_are_quoted_in_printed_rules():
