@@ -177,7 +177,7 @@ def _n_threads(n_jobs, lookahead, splitter, max_depth, single_thread_bytes):
 
 
 def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
-              max_hist_bins=256, leaf_penalties=None, bounded_scan=True):
+              max_hist_bins=None, leaf_penalties=None, bounded_scan=True):
     """Fit ``estimator`` (a CLARITree-family regressor) on ``(X, y)``.
 
     The engine's search knobs are arguments here rather than estimator
@@ -191,9 +191,11 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     sample_weight : array-like of shape (n_samples,), optional
     route : SearchRoute, default=SearchRoute.AUTO
         How features searched by sorted sweeps evaluate their thresholds.
-    max_hist_bins : int, default=256
+    max_hist_bins : int or None, default=None
         Features with at most this many bins (thresholds + 1) are searched
         from per-bin histograms, the others by sorted sweeps (0: sweep all).
+        None: 256, or for a lookahead search up to an eighth of the rows
+        (see ``Preparation.fit``).
     bounded_scan : bool, default=True
         Whether split searches may skip thresholds that provably lose (see
         ``Splitter``); the fitted tree is the same either way.
@@ -223,7 +225,9 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
             f"{estimator.ridge_alpha!r}): without it the leaf regressions can be "
             "singular and objectives come out negative")
     prep = estimator._make_preparation()
-    data = prep.fit(estimator, X, y, sample_weight, max_hist_bins)
+    searches = min(estimator._effective_lookahead(), max(estimator.max_depth - 1, 0)) > 0
+    data = prep.fit(estimator, X, y, sample_weight, max_hist_bins, lookahead=searches)
+    max_hist_bins = data.max_hist_bins
     estimator._preparation = prep
     reg = prep.regression_features_
     estimator.regression_features_ = reg
@@ -856,7 +860,8 @@ class CLARITreeRegressor(_BaseLinearTree):
         candidate order afterwards.  Each extra thread holds its own
         workspace, about ``(8 k_s + 9) n + 16 (max_depth + 2) B s`` bytes
         for ``n`` rows, ``k_s`` sorted row orders (the number of features
-        when some feature has more than 255 thresholds, else 1), ``B``
+        when some feature is swept, i.e. has more than 256 bins, or with
+        lookahead more than an eighth of the rows, else 1), ``B``
         histogram bins in all and ``s = (p + 1)(p + 2) / 2`` packed
         statistics for ``p`` leaf coefficients; threads are capped so that
         a fit needs at most 4 times its single-thread memory.  The

@@ -587,6 +587,21 @@ def _missing_mask(values):
                     dtype=bool)
 
 
+def default_hist_bins(n_rows, lookahead):
+    """The splitter's histogram limit (bins per feature) for ``n_rows`` rows.
+
+    A greedy fit passes over each node once, and past 256 bins a sorted
+    sweep costs it no more than a histogram.  A lookahead search sweeps a
+    feature again at every completion, where a histogram is reused (siblings
+    by subtraction): with up to an eighth of the rows in bins it stays
+    several times faster (n_thresholds=256 on 20,000 rows: 3.6 s against
+    17 s; every midpoint of values rounded to 0.01: 12 s against 41 s).
+    """
+    if not lookahead:
+        return 256
+    return max(256, min(4096, n_rows // 8))
+
+
 def _pandas_missing_as_nan(X):
     """``X`` with NaN for the pandas NA and NaT of its object columns.
 
@@ -787,6 +802,8 @@ class PreparedData:
         Weighted total sum of squares of ``y'``.
     bins, order, n_bins : ndarray
         Bins of the split columns, their sorted orders, bins per column.
+    max_hist_bins : int
+        The splitter's histogram limit the bins were made for.
     """
 
 
@@ -1222,11 +1239,13 @@ class Preparation:
             X_enc = X_num
         return X_enc, y, w, n_zero_weight
 
-    def fit(self, estimator, X, y, sample_weight=None, max_hist_bins=256):
+    def fit(self, estimator, X, y, sample_weight=None, max_hist_bins=None, lookahead=False):
         """Validate and prepare one training set.
 
         Sets ``n_features_in_`` (and ``feature_names_in_``) on ``estimator``;
-        ``max_hist_bins`` is the splitter's (see :meth:`bins`).
+        ``max_hist_bins`` is the splitter's (see :meth:`bins`), None for
+        :func:`default_hist_bins` of the rows and ``lookahead`` (kept in
+        ``data.max_hist_bins``).
 
         Returns
         -------
@@ -1271,6 +1290,9 @@ class Preparation:
         data.n_zero_weight = n_zero_weight
         data.W, data.ridge, data.tss = self._design(X_enc, y_centred, w, reg, mean, std)
         self._pools(X_enc, w)
+        if max_hist_bins is None:
+            max_hist_bins = default_hist_bins(X_enc.shape[0], lookahead)
+        data.max_hist_bins = max_hist_bins
         data.bins, data.order, data.n_bins = self.bins(X_enc, max_hist_bins)
         return data
 

@@ -88,6 +88,26 @@ def test_fit_tree_routes_and_counters():
     assert hist["n_bulk_sweeps"] == hist["n_incremental_sweeps"] == 0
     with pytest.raises(ValueError):
         _fit_tree(est, X, y, route=5)
+
+
+def test_lookahead_keeps_histograms_past_256_bins_on_enough_rows():
+    # 300 thresholds on 4,000 rows: a lookahead search keeps the features on
+    # histograms (up to an eighth of the rows in bins), where sweeping them
+    # at every completion costs several times more; the tree is the same.
+    X, y = make_piecewise_linear(n_samples=4000, n_features=3, noise=0.3, random_state=2)
+    auto_est = CLARITreeRegressor(max_depth=3, n_thresholds=300)
+    _, auto = _fit_tree(auto_est, X, y)
+    swept_est = CLARITreeRegressor(max_depth=3, n_thresholds=300)
+    _, swept = _fit_tree(swept_est, X, y, max_hist_bins=256)
+    assert auto["n_bulk_sweeps"] == auto["n_incremental_sweeps"] == 0
+    assert swept["n_bulk_sweeps"] + swept["n_incremental_sweeps"] > 0
+    for name in ("feature", "threshold", "children_left"):
+        np.testing.assert_array_equal(getattr(auto_est.tree_, name),
+                                      getattr(swept_est.tree_, name))
+    assert auto_est.objective_ == pytest.approx(swept_est.objective_, rel=1e-10)
+    # A greedy fit sweeps past 256 bins, as before.
+    _, greedy = _fit_tree(CholeskyTreeRegressor(max_depth=3, n_thresholds=300), X, y)
+    assert greedy["n_bulk_sweeps"] + greedy["n_incremental_sweeps"] > 0
     with pytest.raises(ValueError, match="max_depth"):
         _fit_tree(CLARITreeRegressor(max_depth=-1), X, y)
 
