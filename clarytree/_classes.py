@@ -22,7 +22,7 @@ from ._builder import (
     workspace_bytes,
 )
 from ._criterion import ConstantCriterion, RidgeCriterion
-from ._explain import feature_importances, with_node_statistics
+from ._explain import EXTRAPOLATIONS, clips, feature_importances, with_node_statistics
 from ._preparation import Preparation
 from ._sklearn_compat import Interval, RealNotInt, StrOptions, fit_context, validate_params
 from ._splitter import SearchRoute, Splitter
@@ -127,9 +127,14 @@ def _assemble_builder(context, lookahead, max_depth):
     is capped there.
     """
     builder = GreedyBuilder(context)
-    for _ in range(min(lookahead, max(max_depth - 1, 0))):
+    for _ in range(_lookahead_levels(lookahead, max_depth)):
         builder = LookaheadBuilder(context, builder)
     return builder
+
+
+def _lookahead_levels(lookahead, max_depth):
+    """Lookahead levels a search runs (none below the last split level)."""
+    return min(lookahead, max(max_depth - 1, 0))
 
 
 # Histogram features keep every node's sums per bin: n_stats (about k^2 / 2
@@ -225,7 +230,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
             f"{estimator.ridge_alpha!r}): without it the leaf regressions can be "
             "singular and objectives come out negative")
     prep = estimator._make_preparation()
-    searches = min(estimator._effective_lookahead(), max(estimator.max_depth - 1, 0)) > 0
+    searches = _lookahead_levels(estimator._effective_lookahead(), estimator.max_depth) > 0
     data = prep.fit(estimator, X, y, sample_weight, max_hist_bins, lookahead=searches)
     max_hist_bins = data.max_hist_bins
     estimator._preparation = prep
@@ -386,20 +391,6 @@ class UnsplittableWarning(UserWarning):
     """
 
 
-def clips(estimator):
-    """Whether ``estimator`` clips leaf-model inputs to its leaves' boxes.
-
-    ``extrapolation`` acts at predict time only, so ``set_params`` may change
-    it after fit, past fit's parameter validation: it is checked here.
-    """
-    value = getattr(estimator, "extrapolation", "none")
-    if not (isinstance(value, str) and value in ("none", "clip")):
-        raise ValueError(
-            f"The 'extrapolation' parameter of {type(estimator).__name__} must be a str "
-            f"among {{'clip', 'none'}}. Got {value!r} instead.")
-    return value == "clip"
-
-
 def _resolve_min_samples_leaf(estimator, n_regression, sample_weight, n_rows):
     """The least training weight of a leaf, from ``min_samples_leaf``.
 
@@ -550,7 +541,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
                              Interval(RealNotInt, 0.0, 1.0, closed="neither"),
                              StrOptions({"auto"})],
         "regression_features": ["array-like", StrOptions({"auto"}), None],
-        "extrapolation": [StrOptions({"none", "clip"})],
+        "extrapolation": [StrOptions(set(EXTRAPOLATIONS))],
         "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
         "min_category_weight": [Interval(Real, 0, None, closed="left"), None],
         "verbose": ["verbose"],

@@ -129,10 +129,22 @@ def _names(estimator, feature_names):
     return _feature_names(estimator, feature_names)
 
 
-def _clip(estimator):
-    from ._classes import clips
+# The values of the estimators' ``extrapolation`` parameter.
+EXTRAPOLATIONS = ("none", "clip")
 
-    return clips(estimator)
+
+def clips(estimator):
+    """Whether ``estimator`` clips leaf-model inputs to its leaves' boxes.
+
+    ``extrapolation`` acts at predict time only, so ``set_params`` may change
+    it after fit, past fit's parameter validation: it is checked here.
+    """
+    value = getattr(estimator, "extrapolation", "none")
+    if not (isinstance(value, str) and value in EXTRAPOLATIONS):
+        raise ValueError(
+            f"The 'extrapolation' parameter of {type(estimator).__name__} must be a str "
+            f"among {{'clip', 'none'}}. Got {value!r} instead.")
+    return value == "clip"
 
 
 def _missing_left(tree, node):
@@ -244,7 +256,7 @@ def binary_contributions(estimator, X, names):
 
     Xv = estimator._validate_X_predict(X)
     tree = estimator.tree_
-    leaves, terms, prediction = tree.contributions(Xv, clip=_clip(estimator))
+    leaves, terms, prediction = tree.contributions(Xv, clip=clips(estimator))
     # Exact thresholds: the rule holds for every row, not only the training rows.
     thresholds = _binary_threshold_texts(tree, exact_thresholds=True)
     view = _BinaryView(estimator)
@@ -356,7 +368,7 @@ def _sql_binary_tests(estimator, tree, node, col):
 def binary_sql_cases(estimator, names, dialect):
     """``[(tests, value)]`` per leaf of a CLARITree-family model, as SQL text."""
     tree = estimator.tree_
-    clip = _clip(estimator)
+    clip = clips(estimator)
     cols = [_sql_ident(n) for n in names]
     paths = {0: []}
     cases = []
@@ -565,7 +577,7 @@ def _py_set(values, name=None):
 def binary_python(estimator, names, function_name, doc):
     """Source lines of the ``predict`` function of a CLARITree-family model."""
     tree = estimator.tree_
-    clip = _clip(estimator)
+    clip = clips(estimator)
     lines = [f"def {function_name}(x):", doc]
     used = np.flatnonzero(np.any(np.asarray(tree.coef)[np.asarray(tree.children_left) < 0]
                                  != 0, axis=0))

@@ -35,6 +35,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._explain import clips
 from ._frames import as_pandas
 
 __all__ = [
@@ -765,8 +766,6 @@ class _BinaryFamily(TreeFamily):
         return estimator._validate_X_predict(X), list(estimator.categories_)
 
     def predict_encoded(self, estimator, values):
-        from ._classes import clips
-
         return estimator.tree_.predict(values, clip=clips(estimator))
 
     def regions(self, estimator, features, fixed, box):
@@ -775,8 +774,6 @@ class _BinaryFamily(TreeFamily):
     def leaf_values(self, estimator, leaf, points):
         # As ``Tree.predict``: a missing value counts as its fill value, and
         # with extrapolation="clip" each value moves into the leaf's box.
-        from ._classes import clips
-
         tree = estimator.tree_
         if clips(estimator):    # (NaN stays NaN: fill values are not clipped)
             points = np.clip(points, tree.box_lower[leaf], tree.box_upper[leaf])

@@ -525,6 +525,21 @@ def warn_levels_of_another_kind(estimator_name, name, values, known, fit_kind, n
         UserWarning, stacklevel=_user_stacklevel())
 
 
+def recoded_kind(values, known):
+    """How text levels of fit came back recoded, or None.
+
+    "numbers" when every value reads as a number and no level of fit does
+    (codes 0, 1, ..., also written as text, as a CSV of the encoded column
+    reads), "bools" when every value is a bool and the levels are not the
+    text of flags ('yes'/'no' given as True/False): either loses the column.
+    """
+    if all(map(reads_as_number, values)) and not any(map(reads_as_number, known)):
+        return "numbers"
+    if all(map(_is_bool, values)) and not _flag_text(known):
+        return "bools"
+    return None
+
+
 def _first_three(values):
     return ", ".join(map(repr, values[:3])) + (", ..." if len(values) > 3 else "")
 
@@ -987,27 +1002,24 @@ class Preparation:
         known_is_text = [isinstance(v, str) for v in known]
         name = _column_name(getattr(estimator, "feature_names_in_", None), j)
         consequence = "so every row takes the missing-value direction at its splits"
+
+        def warn_recoded(kind):
+            warn_levels_of_another_kind(
+                type(estimator).__name__, name, sample, known, "text", kind, consequence,
+                f"Pass the column as fit saw it (categories_[{j}] lists its levels).")
+
         if all(known_is_text) and all(isinstance(v, str) for v in sample):
-            if warn_levels_spelled_otherwise(
+            if not warn_levels_spelled_otherwise(
                     type(estimator).__name__, name, sample, known, consequence,
-                    f"spell its values as fit saw them (categories_[{j}])"):
-                return
-            # Text levels given as codes '0', '1', ... (a CSV of the encoded
-            # column reads as text too).
-            if all(map(reads_as_number, sample)) and not any(map(reads_as_number, known)):
-                warn_levels_of_another_kind(
-                    type(estimator).__name__, name, sample, known, "text", "numbers",
-                    consequence, f"Pass the column as fit saw it (categories_[{j}] lists "
-                    "its levels).")
+                    f"spell its values as fit saw them (categories_[{j}])") \
+                    and recoded_kind(sample, known) == "numbers":
+                warn_recoded("numbers")     # codes written as text
             return
         if any(map(_is_bool, known)) or _flag_text(known):
             self._warn_flags_of_another_type(estimator, j, sample, known)
             return
-        if all(known_is_text) and all(map(_is_bool, sample)):
-            # 'yes'/'no' levels given as True/False: lost as surely.
-            warn_levels_of_another_kind(
-                type(estimator).__name__, name, sample, known, "text", "bools", consequence,
-                f"Pass the column as fit saw it (categories_[{j}] lists its levels).")
+        if all(known_is_text) and recoded_kind(sample, known) == "bools":
+            warn_recoded("bools")
             return
         if any(known_is_text) and not all(known_is_text):
             return                          # levels of mixed types

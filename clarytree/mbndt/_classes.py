@@ -21,11 +21,9 @@ from sklearn.utils.validation import (
 from .._frames import as_pandas
 from .._preparation import (
     _column_name,
-    _flag_text,
     _infinity_error,
-    _is_bool,
     check_has_columns,
-    reads_as_number,
+    recoded_kind,
     validate_sample_weight,
     warn_levels_matching_as_numbers,
     warn_levels_of_another_kind,
@@ -246,14 +244,10 @@ class _BaseMBNDT(BaseEstimator):
             # ... show only as values that all read as numbers where no level
             # of fit does.  (Text after levels that read as numbers may be
             # new levels: fit's '1' may have been text.)
-            if all(map(reads_as_number, sample)) and not any(map(reads_as_number, known)):
+            recoded = recoded_kind(sample, sorted(known))
+            if recoded is not None:
                 warn_levels_of_another_kind(
-                    type(self).__name__, name, sample, sorted(known), "text", "numbers",
-                    consequence, "Pass the column as fit saw it.")
-            elif all(map(_is_bool, sample)) and not _flag_text(sorted(known)):
-                # 'yes'/'no' levels given as True/False.
-                warn_levels_of_another_kind(
-                    type(self).__name__, name, sample, sorted(known), "text", "bools",
+                    type(self).__name__, name, sample, sorted(known), "text", recoded,
                     consequence, "Pass the column as fit saw it.")
 
     # ----------------------------------------------------------------- fit
