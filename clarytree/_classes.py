@@ -362,13 +362,15 @@ def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_li
 
 
 def _warn_if_singular(estimator, counters):
-    """Warn when leaf fits were skipped because their Gram matrix did not factorize.
+    """Warn when leaf fits needed a larger ridge than ``ridge_alpha`` to factorize.
 
     With ``ridge_alpha`` near the float64 resolution of the leaves' Gram
     matrices (about 1e-16 of their diagonal), regression features that are
-    collinear within a leaf leave it singular: such a child scores an
-    infinite loss, so its split is never taken, and the tree can be worse
-    than the objective's optimum without any other sign.
+    collinear within a leaf leave it numerically singular.  Such a leaf is
+    solved with its Gram diagonal raised by the least of a few multiples of
+    float64's rounding unit that factorizes (the criterion's fallback): its
+    loss and coefficients are those of that slightly larger ridge, and its
+    predictions those of least squares on its rows.
     """
     n = counters.get("n_singular", 0)
     if n:
@@ -376,9 +378,10 @@ def _warn_if_singular(estimator, counters):
             f"{type(estimator).__name__}: {n} leaf regression(s) among the scored "
             f"candidates could not be factorized at ridge_alpha={estimator.ridge_alpha!r} "
             "(regression features collinear within a leaf, and a ridge too small to "
-            "separate them in float64) and their splits were skipped, so the tree may "
-            "be worse than it should; raise ridge_alpha (e.g. to 1e-8) or drop "
-            "duplicated columns from regression_features.", UserWarning, stacklevel=5)
+            "separate them in float64); they were solved with the ridge raised by a few "
+            "rounding units of their Gram diagonal, so their losses and coefficients "
+            "are those of a slightly larger ridge; raise ridge_alpha (e.g. to 1e-8) or "
+            "drop duplicated columns from regression_features.", UserWarning, stacklevel=5)
 
 
 class UnsplittableWarning(UserWarning):

@@ -2,12 +2,13 @@
 
 import numpy as np
 
-from libc.math cimport INFINITY, sqrt
+from libc.float cimport DBL_EPSILON
+from libc.math cimport INFINITY, fabs, sqrt
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
 from ._linalg cimport (
-    chol_update, chol_downdate, chol_factor, solve_rt, sum_squares,
+    chol_update, chol_downdate, chol_factor, solve_r, solve_rt, sum_squares,
     packed_size, packed_add_outer, packed_ridge_loss, packed_ridge_coef,
     packed_pair_size, packed_ridge_loss_pair,
 )
@@ -16,6 +17,44 @@ from ._linalg cimport (
 # factorization of the right child's sums: rounding in the rotations grows
 # like 1 / (1 - ||R^{-T} x||^2).
 cdef double DOWNDATE_TOL = 1e-8
+
+# A ridge Gram matrix that does not factorize (regression features collinear
+# within a leaf, the ridge below float64's resolution of its diagonal) is
+# factorized again with each diagonal entry A_jj raised by s * A_jj, s from
+# JITTER_START * (p + 1) * eps growing JITTER_GROWTH-fold: the loss and the
+# coefficients of a ridge a few rounding units larger, instead of no leaf.
+cdef double JITTER_START = 16.0
+cdef double JITTER_GROWTH = 16.0
+cdef int JITTER_TRIES = 10
+
+
+cdef int factor_jittered(const double* acc, const double* minus, const double* ridge,
+                         double* R, double* rhs, Py_ssize_t p) noexcept nogil:
+    """Factor the ridge system of ``acc - minus`` with a raised diagonal.
+
+    ``minus`` may be NULL.  Fills ``R`` (p*p, upper triangle) and the
+    right-hand side ``rhs`` (p); returns 0, or 1 when even the largest
+    raise (about 1e-3 of the diagonal) fails (non-finite sums).
+    """
+    cdef Py_ssize_t i, col, k, q = p + 1, _attempt
+    cdef double s = JITTER_START * q * DBL_EPSILON, value
+    for _attempt in range(JITTER_TRIES):
+        k = 0
+        for i in range(p):
+            for col in range(i, p + 1):
+                value = acc[k + col - i]
+                if minus != NULL:
+                    value = value - minus[k + col - i]
+                if col < p:
+                    R[i * p + col] = value
+                else:
+                    rhs[i] = value
+            R[i * p + i] += ridge[i] + s * fabs(R[i * p + i])
+            k += q - i
+        if chol_factor(R, p) == 0:
+            return 0
+        s *= JITTER_GROWTH
+    return 1
 
 
 cdef class Criterion:
@@ -102,6 +141,16 @@ cdef void add_rows(const CriterionWork* w, double* acc, const int* rows,
         packed_add_outer(acc, w.W + rows[i] * w.q, 1.0, w.q)
 
 
+cdef double _jittered_loss(const double* acc, CriterionWork* w) noexcept nogil:
+    # The ridge loss of a system that did not factorize, with the raised
+    # diagonal of ``factor_jittered``; infinite only when even that fails.
+    cdef Py_ssize_t n = packed_size(w.q)
+    if factor_jittered(acc, NULL, w.ridge, w.R, w.v, w.p) != 0:
+        return INFINITY
+    solve_rt(w.R, w.v, w.p)
+    return acc[n - 1] - sum_squares(w.v, w.p)
+
+
 cdef class RidgeCriterion(Criterion):
     """Ridge leaves: ``min ||y - Z beta||^2 + beta^T Lambda beta``.
 
@@ -117,7 +166,7 @@ cdef class RidgeCriterion(Criterion):
         w.n_factorizations += 1
         if info != 0:
             w.n_singular += 1
-            return INFINITY
+            return _jittered_loss(acc, w)
         return value
 
     cdef void loss_pair(self, const double* acc0, const double* acc1, CriterionWork* w,
@@ -128,15 +177,28 @@ cdef class RidgeCriterion(Criterion):
         w.n_factorizations += 2
         if info[0] != 0:
             w.n_singular += 1
-            out[0] = INFINITY
+            out[0] = _jittered_loss(acc0, w)
         if info[1] != 0:
             w.n_singular += 1
-            out[1] = INFINITY
+            out[1] = _jittered_loss(acc1, w)
 
     cdef void coef(self, const double* acc, double* beta,
                    CriterionWork* w) noexcept nogil:
         cdef int info = 0
+        cdef Py_ssize_t j
         packed_ridge_coef(acc, w.ridge, w.R, beta, w.p, &info)
+        if info == 0:
+            return
+        # The leaf's loss was that of the raised ridge (see ``loss``): so are
+        # its coefficients.
+        if factor_jittered(acc, NULL, w.ridge, w.R, beta, w.p) == 0:
+            solve_rt(w.R, beta, w.p)
+            solve_r(w.R, beta, w.p)
+            return
+        for j in range(w.p):
+            beta[j] = 0.0
+        if acc[0] > 0.0:
+            beta[0] = acc[w.p] / acc[0]
 
     cdef bint incremental_available(self) noexcept nogil:
         return True
@@ -207,11 +269,13 @@ cdef void _refactor_right(CriterionWork* w) noexcept nogil:
         k += q - i
     w.right_yy = w.total[k] - w.left_acc[k]
     if chol_factor(R, p) != 0:
-        # A ridge too small for collinear columns: an infinite loss rather
-        # than a wrong one, counted (the fit warns).
+        # A ridge too small for collinear columns: that of ``loss``'s
+        # fallback, counted (the fit warns); an infinite loss only when
+        # even that fails.
         w.n_singular += 1
-        w.right_yy = INFINITY
-        return
+        if factor_jittered(w.total, w.left_acc, w.ridge, R, w.right_z, p) != 0:
+            w.right_yy = INFINITY
+            return
     solve_rt(R, w.right_z, p)
 
 

@@ -105,6 +105,9 @@ def feature_importances(tree):
     obj = np.asarray(tree.node_objective)
     internal = np.flatnonzero(left >= 0)
     gain = obj[internal] - obj[left[internal]] - obj[right[internal]]
+    # A node whose ridge system could not be factorized at all has an
+    # infinite objective: no credit rather than NaN.
+    gain[~np.isfinite(gain)] = 0.0
     np.add.at(imp, np.asarray(tree.feature)[internal], np.maximum(gain, 0.0))
     imp += np.maximum(np.asarray(tree.model_share)[left < 0], 0.0).sum(axis=0)
     total = imp.sum()

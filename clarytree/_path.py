@@ -14,8 +14,10 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from numpy.ma import MaskedArray
 from scipy.stats import rankdata
+from sklearn import config_context
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.metrics import get_scorer_names
 from sklearn.utils import check_array, check_consistent_length, column_or_1d
 from sklearn.utils.validation import has_fit_parameter, indexable, validate_data
 
@@ -28,7 +30,7 @@ from ._classes import (
 )
 from ._frames import as_pandas
 from ._preparation import check_has_columns
-from ._sklearn_compat import fit_context, scorer_accepts_sample_weight
+from ._sklearn_compat import StrOptions, fit_context, scorer_accepts_sample_weight
 
 PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
 PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
@@ -238,9 +240,12 @@ class _CVMixin:
     _cv_constraints: dict = {
         "leaf_penalties": ["array-like"],
         "ridge_alphas": ["array-like"],
-        # check_cv and check_scoring say what is wrong with these.
+        # check_cv says what is wrong with these.
         "cv": "no_validation",
-        "scoring": "no_validation",
+        # GridSearchCV's constraint: fit skips nested validation, so
+        # check_scoring would not refuse a wrong type (every score NaN).
+        "scoring": [StrOptions(set(get_scorer_names())), callable, list, tuple, dict,
+                    None],
         "n_jobs": [Integral, None],
         "refit": ["boolean", str, callable],
         "verbose": ["verbose"],
@@ -327,7 +332,16 @@ class _CVMixin:
                 raise ValueError(f"sample_weight has shape {sample_weight.shape}, "
                                  f"expected {y_checked.shape}")
         base = self._tree_estimator()
-        scorer = check_scoring(base, scoring=self.scoring)
+        # With validation: fit skips nested checks, and check_scoring would
+        # hand back a scorer that fails on every call (a dict of a wrong type).
+        if isinstance(self.scoring, dict):
+            for name, value in self.scoring.items():
+                if not (isinstance(value, str) or callable(value)):
+                    raise TypeError(
+                        f"scoring[{name!r}] must be a scorer name or a callable, got "
+                        f"{value!r} of type {type(value).__name__}")
+        with config_context(skip_parameter_validation=False):
+            scorer = check_scoring(base, scoring=self.scoring)
         several = isinstance(self.scoring, (list, tuple, set, dict))
         if several:
             self._check_refit_for_metrics(list(self.scoring))

@@ -671,6 +671,24 @@ def test_scorer_that_returns_no_number_is_named(bad):
         CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=[1e-2], cv=3, scoring=bad).fit(X, y)
 
 
+@pytest.mark.parametrize("bad", [123, 1.5, b"r2", frozenset({"r2"}), "not_a_scorer"])
+def test_scoring_of_a_wrong_kind_is_refused(bad):
+    # fit skips nested parameter validation, so check_scoring alone let these
+    # through: every score NaN and a refit at the first pair.
+    X, y = _data()
+    with pytest.raises(ValueError, match="'scoring' parameter"):
+        CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=[1e-2], cv=3,
+                                scoring=bad).fit(X, y)
+
+
+def test_scoring_dict_with_a_value_of_a_wrong_kind_is_refused():
+    X, y = _data()
+    with pytest.raises(TypeError, match=r"scoring\['a'\] must be a scorer name or a callable, "
+                                        r"got 123"):
+        CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=[1e-2], cv=3, refit="a",
+                                scoring={"a": 123}).fit(X, y)
+
+
 def test_failed_scoring_is_nan_as_in_grid_search():
     # A validation fold whose weights are all zero cannot be scored: NaN and
     # a warning for it, the other folds' scores kept, as GridSearchCV does.

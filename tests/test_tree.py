@@ -395,23 +395,53 @@ def test_warns_when_no_split_is_admissible():
 
 
 @pytest.mark.parametrize("lookahead", [0, 2])
-def test_leaf_fits_that_do_not_factorize_are_reported(lookahead):
+def test_leaf_fits_that_do_not_factorize_are_solved_and_reported(lookahead):
     # A duplicated regression column and ridge_alpha far below float64's
-    # resolution of the Gram diagonal: children whose ridge Gram matrix is
-    # singular cannot be scored and their splits are skipped, which the fit
-    # says (it would otherwise return a worse tree without a sign); a
-    # usable ridge finds the better tree and stays silent.
+    # resolution of the Gram diagonal: every leaf's ridge Gram matrix is
+    # numerically singular.  Such leaves are solved with the diagonal raised
+    # by a few rounding units, so each leaf predicts least squares on its
+    # rows (not the raw right-hand side), the objective is finite and no
+    # worse than a usable ridge's, and the fit says so.
     rng = np.random.default_rng(0)
     x = rng.normal(size=200)
     X = np.c_[x, x, rng.normal(size=200)]
     y = np.abs(x) + 0.1 * rng.normal(size=200)
     params = dict(max_depth=2, lookahead_depth=lookahead, n_thresholds=7)
     with pytest.warns(UserWarning, match=r"could not be factorized at ridge_alpha=1e-30.*"
-                                         r"raise ridge_alpha"):
+                                         r"ridge raised.*raise ridge_alpha"):
         tiny = CLARITreeRegressor(**params, ridge_alpha=1e-30).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         usable = CLARITreeRegressor(**params, ridge_alpha=1e-10).fit(X, y)
-    assert usable.objective_ < tiny.objective_
+    assert np.isfinite(tiny.objective_)
+    assert np.all(np.isfinite(tiny.tree_.node_objective))
+    assert tiny.objective_ <= usable.objective_ * (1 + 1e-9)
+    assert tiny.get_n_leaves() == usable.get_n_leaves() == 4
+    leaves = tiny.apply(X)
+    for leaf in np.unique(leaves):
+        rows = leaves == leaf
+        design = np.c_[np.ones(rows.sum()), X[rows]]
+        beta = np.linalg.lstsq(design, y[rows], rcond=None)[0]
+        np.testing.assert_allclose(tiny.predict(X[rows]), design @ beta, atol=1e-9)
+    importances = tiny.feature_importances_
+    assert np.all(np.isfinite(importances)) and importances.sum() == pytest.approx(1.0)
     with pytest.warns(UserWarning, match="could not be factorized"):
-        leaf_penalty_path(CLARITreeRegressor(**params, ridge_alpha=1e-30), X, y, [0.0, 0.01])
+        path = leaf_penalty_path(CLARITreeRegressor(**params, ridge_alpha=1e-30), X, y,
+                                 [0.0, 0.01])
+    assert all(np.isfinite(est.objective_) for est in path)
+
+
+def test_one_singular_leaf_is_least_squares_not_its_right_hand_side():
+    # max_depth=0: the root's Gram matrix alone; before the fallback its
+    # coefficients were the unsolved right-hand side (R^2 about -6e4).
+    rng = np.random.default_rng(0)
+    x0, x1 = rng.normal(size=(2, 240))
+    X = np.c_[x0, x0, x1]
+    y = np.sin(2 * x0) + x1 + 0.3 * rng.normal(size=240)
+    with pytest.warns(UserWarning, match="could not be factorized"):
+        model = CholeskyTreeRegressor(max_depth=0, ridge_alpha=1e-17).fit(X, y)
+    design = np.c_[np.ones(240), X]
+    beta = np.linalg.lstsq(design, y, rcond=None)[0]
+    np.testing.assert_allclose(model.predict(X), design @ beta, atol=1e-9)
+    loss = np.sum((y - design @ beta) ** 2)
+    assert model.tree_.node_objective[0] == pytest.approx(loss, rel=1e-9)
