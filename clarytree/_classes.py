@@ -1,6 +1,7 @@
 """Scikit-learn estimators for CLARITree and CholeskyTree regression trees."""
 
 import copy
+import functools
 import math
 import sys
 import time
@@ -64,12 +65,15 @@ _SEMANTICS = """
     Categorical features: the levels of a column are learned from the
     training rows and kept in ``categories_`` (a pandas ``category``
     column's own order, otherwise sorted; at most 256).  A split sends a set
-    of levels left.  Each node orders its levels (missing values counting as
-    one more level) by the mean residual of the node's own leaf model (for
-    constant leaves: by the mean target, for which the optimal set is a
-    prefix of the order, Fisher 1958) and takes the prefixes, so ``K``
-    levels present in a node give at most ``K - 1`` candidates, scored like
-    thresholds (lookahead scores them like any other candidate).  A level
+    of levels left.  Each node orders its present levels by the mean
+    residual of the node's own leaf model (for constant leaves: by the mean
+    target, for which the optimal set is a prefix of the order, Fisher 1958)
+    and takes the prefixes, so ``K`` levels present in a node give at most
+    ``K - 1`` candidates, scored like thresholds (lookahead scores them like
+    any other candidate).  When the node has rows whose value is missing,
+    every prefix is a candidate with them on the right and on the left, as
+    at a numeric threshold, and "missing versus present" is one more:
+    ``2K - 1`` candidates.  A level
     without training rows at a node follows the node's missing-value
     direction.  With ``min_category_weight=m`` the levels whose training
     weight is below ``m``, and the levels beyond the 255 heaviest, are
@@ -82,8 +86,9 @@ _SEMANTICS = """
     kept with it (the right on a tie, as in scikit-learn), so a threshold is
     one candidate, for lookahead too; "missing versus present" is one more
     (threshold ``+inf``: present values left, missing right).  A
-    categorical column searched by level sets orders its missing rows as
-    one more level.  At predict time a missing value, and a categorical
+    categorical column's level sets are tried with the missing rows on
+    either side too (see above), each side a candidate of its own.  At
+    predict time a missing value, and a categorical
     level unseen in training, follows the learned side; where a split saw
     no missing values in training they go to the child with more training
     weight, rows when unweighted (``tree_.missing_go_left``).  In the leaf
@@ -181,6 +186,37 @@ def _n_threads(n_jobs, lookahead, splitter, max_depth, single_thread_bytes):
     return max(1, min(n, cap))
 
 
+# Fitted state that does not end in "_" (dropped with the rest by
+# ``forgets_unfinished_fit``).
+PRIVATE_FIT_STATE = ("_preparation", "_column_kinds")
+
+
+def forgets_unfinished_fit(fit):
+    """Wrap ``fit`` so that a fit that does not finish leaves no fitted state.
+
+    A refit stopped by Ctrl-C or by an error would otherwise keep the
+    previous ``tree_`` beside the new fit's encoding (its levels, columns,
+    thresholds) and predict wrong values without a sign; a first fit would
+    leave attributes that make ``check_is_fitted`` pass.  Every attribute
+    ending in ``_`` and the private ones in ``PRIVATE_FIT_STATE`` go.
+    """
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            forget_fit(self)
+            raise
+    return wrapper
+
+
+def forget_fit(estimator):
+    """Delete ``estimator``'s fitted state (see ``forgets_unfinished_fit``)."""
+    for name in list(vars(estimator)):
+        if (name.endswith("_") and not name.startswith("__")) or name in PRIVATE_FIT_STATE:
+            delattr(estimator, name)
+
+
 def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
               max_hist_bins=None, leaf_penalties=None, bounded_scan=True):
     """Fit ``estimator`` (a CLARITree-family regressor) on ``(X, y)``.
@@ -259,7 +295,9 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     def make_splitter(bins, order, n_bins):
         splitter = Splitter(bins, order, n_bins, msl, criterion, max_hist_bins, route,
                             categorical=prep.split_categorical(),
-                            missing=prep.split_missing(), bounded_scan=bounded_scan)
+                            missing=prep.split_missing(),
+                            level_missing=prep.split_level_missing(),
+                            bounded_scan=bounded_scan)
         splitter.set_stats_threads(stats_threads)
         return splitter
 
@@ -279,7 +317,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     if leaf_penalties is not None:
         try:
             return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
-                             time_limit if lookahead else None, leaf_penalties, n_threads)
+                             time_limit if lookahead else None, leaf_penalties, n_threads,
+                             lambda: make_splitter(*prep.bins(data.X, max_hist_bins)))
         finally:
             _close_progress(progress)
     leaf_cost = float(estimator.leaf_penalty) * data.tss
@@ -328,17 +367,29 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
 
 
 def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_limit,
-              leaf_penalties, n_threads):
-    """The leaf-penalty path part of ``_fit_tree``: fitted copies, one per penalty."""
+              leaf_penalties, n_threads, fresh_splitter):
+    """The leaf-penalty path part of ``_fit_tree``: fitted copies, one per penalty.
+
+    ``fresh_splitter()`` makes a splitter on unpermuted rows, for the greedy
+    path that a depth-k search cut short by ``time_limit`` is compared with
+    (per penalty, as a single fit does).
+    """
     lookahead = estimator._effective_lookahead()
     context = BuildContext(splitter, criterion, estimator.max_depth, 0.0, msl, progress,
                            time_limit, n_threads)
     builder = _assemble_builder(context, lookahead, estimator.max_depth)
-    results = builder.build_path(PathState(
-        np.array([float(lam) * data.tss for lam in leaf_penalties]), estimator.max_depth,
-        context.n_threads))
+    costs = np.array([float(lam) * data.tss for lam in leaf_penalties])
+    results = builder.build_path(PathState(costs, estimator.max_depth, context.n_threads))
     counters = context.counters()
     report = context.search_report()
+    if not report["complete"] and isinstance(builder, LookaheadBuilder) \
+            and builder.lookahead_depth >= 2:
+        # As in _fit_tree: children refined greedily after a depth-k search
+        # was cut short can fall behind the greedy tree; keep the better.
+        greedy = GreedyBuilder(BuildContext(fresh_splitter(), criterion, estimator.max_depth,
+                                            0.0, msl)).build_path(
+            PathState(costs, estimator.max_depth, 1))
+        results = [g if g[0] < r[0] else r for r, g in zip(results, greedy, strict=True)]
     counters["search"] = report
     counters["n_threads"] = context.n_threads
     if not report["complete"]:
@@ -387,7 +438,7 @@ def _warn_if_singular(estimator, counters):
 class UnsplittableWarning(UserWarning):
     """Warning of a fit in which no split is admissible: the tree is one leaf.
 
-    Raised by ``fit`` when ``max_depth >= 1`` but the resolved
+    Issued by ``fit`` when ``max_depth >= 1`` but the resolved
     ``min_samples_leaf`` (``"auto"``: 5 rows per regression feature) leaves
     no threshold with enough rows on both sides, or no column varies. The
     message names the cause and the parameter to change.
@@ -505,11 +556,18 @@ class _Progress:
         self.start = time.perf_counter()
         self.last = 0.0
         self.open = False
+        self.finished = False
 
     def __call__(self, done, total):
         now = time.perf_counter()
         if done < total and now - self.last < 0.5:
             return
+        if done == total:
+            # Threads scoring the last candidates and the loop after them
+            # may both report the end: one final line.
+            if self.finished:
+                return
+            self.finished = True
         self.last = now
         elapsed = now - self.start
         remaining = elapsed / done * (total - done) if done else float("nan")
@@ -595,7 +653,13 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         -------
         self : object
         """
-        _fit_tree(self, X, y, sample_weight)
+        try:
+            _fit_tree(self, X, y, sample_weight)
+        except BaseException:
+            # As forgets_unfinished_fit, without a frame between the caller
+            # and the warnings that name its line.
+            forget_fit(self)
+            raise
         return self
 
     # Views of ``tree_`` (and of ``regression_features_``), derived here only,

@@ -15,6 +15,7 @@ import shlex
 import sys
 import time
 import warnings
+import zipfile
 from collections import Counter
 
 import numpy as np
@@ -127,13 +128,50 @@ def _n_thresholds(text):
 # --------------------------------------------------------------------------
 
 
-def _read_table(path, encoding=None, text_columns=()):
+# pandas' default missing-value markers.  Empty cells are missing in every
+# column; these only where the rest of the column is numbers (an R or
+# database export's "NA" among numbers): in a text column "NA" or "None" is
+# a level as written (a basement grade, Namibia).
+_MISSING_MARKERS = frozenset({
+    "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+    "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+
+
+def _numbers_with_markers(frame, decimal):
+    """Columns read as text because of missing markers among numbers, as numbers."""
+    import pandas as pd
+
+    for name in frame.columns:
+        column = frame[name]
+        if not (column.dtype == object or pd.api.types.is_string_dtype(column)):
+            continue
+        present = column[column.notna()]
+        marked = present.isin(_MISSING_MARKERS)
+        if not marked.any() or marked.all():
+            continue
+        text = present[~marked]
+        if decimal == ",":
+            text = text.str.replace(",", ".", regex=False)
+        numbers = pd.to_numeric(text, errors="coerce")
+        if numbers.notna().all():
+            frame[name] = pd.to_numeric(
+                column.where(~column.isin(_MISSING_MARKERS)).str.replace(
+                    ",", ".", regex=False) if decimal == "," else
+                column.where(~column.isin(_MISSING_MARKERS)), errors="coerce")
+    return frame
+
+
+def _read_table(path, encoding=None, text_columns=(), as_written=()):
     """Read a CSV (optionally compressed) or Parquet file into a DataFrame.
 
     CSV text is decoded as ``encoding``; when None, as UTF-16 or UTF-32 if
     the file starts with their byte order mark (Excel's "Unicode text"),
     else as UTF-8 (with or without one).  ``text_columns`` of a CSV are read
     as text as written (``"01"`` stays ``"01"``), whatever they look like.
+    Empty cells are missing values; pandas' markers such as ``NA`` are too,
+    in a column of numbers only.  ``as_written`` columns of a CSV are
+    also read as their text exactly, empty cells as ``""``, into
+    ``frame.attrs["as_written"]`` (``predict --keep``).
     """
     import pandas as pd
 
@@ -151,7 +189,21 @@ def _read_table(path, encoding=None, text_columns=()):
                                                       dtype=str, **dialect))
             if text_columns:
                 dialect["dtype"] = dict.fromkeys(text_columns, str)
-            frame = pd.read_csv(path, **dialect)
+            # index_col=False: a trailing separator on the data rows must not
+            # turn the first column into the index and shift every name.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", pd.errors.ParserWarning)
+                frame = pd.read_csv(path, index_col=False, keep_default_na=False,
+                                    na_values=[""], **dialect)
+            if any("does not match length of data" in str(w.message) for w in caught):
+                _refuse_longer_rows(path, frame.shape[1], dialect)
+            frame = _numbers_with_markers(frame, dialect.get("decimal"))
+            as_written = [name for name in as_written if name in frame.columns]
+            if as_written:
+                dialect["dtype"] = str
+                written = pd.read_csv(path, index_col=False, keep_default_na=False,
+                                      usecols=as_written, **dialect)
+                frame.attrs["as_written"] = written
     except ImportError as exc:
         if parquet:
             # pandas' message lists each engine's import error on its own line.
@@ -176,6 +228,27 @@ def _read_table(path, encoding=None, text_columns=()):
     return frame
 
 
+def _refuse_longer_rows(path, n_names, dialect):
+    """Rows with more fields than the header: only empty ones are dropped.
+
+    A trailing separator on every data row ("1,2,") is common and harmless;
+    fields beyond the header that hold values would be lost (or, without
+    ``index_col=False``, turn the first column into the index and shift
+    every name by one), so they are an error.
+    """
+    import pandas as pd
+
+    options = {k: v for k, v in dialect.items() if k != "dtype"}
+    rows = pd.read_csv(path, header=None, skiprows=1, dtype=str, keep_default_na=False,
+                       **options)
+    extra = rows.iloc[:, n_names:]
+    filled = extra.ne("") & extra.notna()
+    if filled.to_numpy().any():
+        line = int(np.flatnonzero(filled.to_numpy().any(axis=1))[0]) + 2
+        raise UsageError(f"cannot read {path}: line {line} has more fields than the "
+                         f"header's {n_names} column names; name every column in the header")
+
+
 def _refuse_duplicate_names(path, header):
     """A CSV header naming two columns alike is an error, not pandas' ``a.1``.
 
@@ -196,8 +269,24 @@ def _refuse_duplicate_names(path, header):
 _DELIMITERS = (",", ";", "\t", "|")
 _UNICODE_MARKS = (("utf-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
                   ("utf-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)))
+_COMPRESSION_MARKS = (("gzip", b"\x1f\x8b"), ("bz2", b"BZh"), ("xz", b"\xfd7zXZ\x00"),
+                      ("zip", b"PK\x03\x04"))
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 _DECIMAL_POINT = re.compile(r"^-?\d*\.\d+$")
+
+
+def _open_zip(path, mode="rb", encoding=None, errors=None, newline=None):
+    """The one file of a zip archive (as pandas reads it), as a binary or text stream."""
+    archive = zipfile.ZipFile(path)
+    names = [name for name in archive.namelist() if not name.endswith("/")]
+    if len(names) != 1:
+        archive.close()
+        raise UsageError(f"cannot read {path}: a zip archive must hold exactly one file, "
+                         f"it holds {len(names)}")
+    raw = archive.open(names[0])
+    if "b" in mode:
+        return raw
+    return io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline=newline)
 
 
 def _csv_dialect(path, encoding=None, size=1 << 16):
@@ -217,8 +306,15 @@ def _csv_dialect(path, encoding=None, size=1 << 16):
     import gzip
     import lzma
 
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(
-        os.path.splitext(path.lower())[1], open)
+    # The compression from the file's first bytes, not its name: pandas
+    # infers it from the extension only (a gzip file named data.csv).
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    compression = next((kind for kind, mark in _COMPRESSION_MARKS if magic.startswith(mark)),
+                       None)
+    opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open, "zip": _open_zip}.get(
+        compression, open)
+    options = {} if compression is None else {"compression": compression}
     try:
         with opener(path, "rb") as f:
             head = f.read(4096)
@@ -235,8 +331,8 @@ def _csv_dialect(path, encoding=None, size=1 << 16):
         with opener(path, "rt", encoding=encoding, errors="replace", newline="") as f:
             text = f.read(size)
             complete = not f.read(1)
-    except (OSError, EOFError, lzma.LZMAError):
-        return {} if encoding is None else {"encoding": encoding}
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile):
+        return options if encoding is None else {**options, "encoding": encoding}
     best, best_fields, best_rows = ",", 1, []
     for sep in _DELIMITERS:
         try:
@@ -250,7 +346,21 @@ def _csv_dialect(path, encoding=None, size=1 << 16):
             best, best_fields, best_rows = sep, n, rows
             if sep == ",":
                 break       # a consistent comma file is one, whatever its text holds
-    options = {"encoding": encoding} if best == "," else {"encoding": encoding, "sep": best}
+    if best_fields == 1:
+        # One column (a header without separators): read it whole, so that
+        # numbers written "1,5" are not split at their decimal comma.
+        header = text.splitlines()[0] if text else ""
+        if not any(sep in header for sep in _DELIMITERS):
+            best = ";"
+    options["encoding"] = encoding
+    if best != ",":
+        options["sep"] = best
+    if best == ";":
+        # The decimal comma from every row of the head, not only the first
+        # 50: a column may show its first "1,5" later.
+        best_rows = [r for r in csv.reader(io.StringIO(text), delimiter=";") if r]
+        if not complete and len(best_rows) > 1:
+            best_rows = best_rows[:-1]
     cells = [c.strip() for r in best_rows[1:] for c in r]
     if (best == ";" and any(_DECIMAL_COMMA.match(c) for c in cells)
             and not any(_DECIMAL_POINT.match(c) for c in cells)):
@@ -283,7 +393,8 @@ def _split_target(frame, target, path):
 
     if target not in frame.columns:
         raise UsageError(
-            f"column {target!r} not found in {path}; columns: {_list(frame.columns)}")
+            f"column {target!r} not found in {path}; columns: "
+            f"{_list([repr(c) for c in frame.columns])}")
     y = frame[target]
     if not _is_number_column(y):
         raise UsageError(f"target column {target!r} is not numeric"
@@ -424,6 +535,26 @@ def _check_writable(path, option):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"{option}: folder does not exist: {folder}")
+    lower = path.lower()
+    # Before the fit, not after it: a model is loaded by its content, but a
+    # name that promises the other format is a slip.
+    if option == "--out" and lower.endswith(".json"):
+        raise UsageError(f"--out writes a joblib pickle, not JSON: {path}; write the "
+                         "JSON tree with --json, or name the model file e.g. model.joblib")
+    if option == "--json" and lower.endswith((".joblib", ".pkl", ".pickle")):
+        raise UsageError(f"--json writes the tree as JSON, not a pickle: {path}; save the "
+                         "model with --out, or name the JSON file e.g. tree.json")
+    if option == "--plot":
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        kinds = Figure().canvas.get_supported_filetypes()
+        extension = os.path.splitext(lower)[1].lstrip(".")
+        if extension not in kinds:
+            raise UsageError(f"--plot: {path} needs an image extension, one of "
+                             f"{_list(sorted(kinds), 20)}")
 
 
 # --------------------------------------------------------------------------
@@ -437,6 +568,8 @@ def _r2_label(weights):
 
 def _r2(y, pred, weights=None):
     w = np.ones_like(y) if weights is None else weights
+    if not np.sum(w) > 0:
+        return float("nan")
     resid = float(np.sum(w * (y - pred) ** 2))
     total = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
     return 1.0 - resid / total if total > 0 else float("nan")
@@ -447,6 +580,8 @@ def _r2_text(y, pred, weights=None):
     value = _r2(y, pred, weights)
     if not np.isnan(value):
         return f"{value:.4f}"
+    if weights is not None and not np.sum(weights) > 0:
+        return "n/a (no row with positive weight)"
     return "n/a (one row)" if len(y) < 2 else "n/a (constant target)"
 
 
@@ -581,7 +716,14 @@ def _holdout(X, y, test_size, seed, stratify=None, weights=None):
         parts = train_test_split(*arrays, test_size=test_size, random_state=seed,
                                  stratify=stratify)
     except ValueError as exc:
-        raise UsageError(f"cannot split the data: {exc}") from None
+        text = str(exc)
+        if len(text) > 300:
+            # scikit-learn lists every class with too few rows: thousands of
+            # them for a numeric target taken for classes.
+            text = text[:300].rstrip() + " ..."
+        hint = ("; a numeric target is fitted with --task regression"
+                if stratify is not None and len(np.unique(stratify)) > len(y) // 2 else "")
+        raise UsageError(f"cannot split the data: {text}{hint}") from None
     return tuple(parts) if weights is not None else (*parts, None, None)
 
 
@@ -701,7 +843,8 @@ def _cmd_mbndt(args):
     frame = _read_table(args.data, args.encoding)
     if args.target not in frame.columns:
         raise UsageError(
-            f"column {args.target!r} not found in {args.data}; columns: {_list(frame.columns)}")
+            f"column {args.target!r} not found in {args.data}; columns: "
+            f"{_list([repr(c) for c in frame.columns])}")
     frame, weights = _take_weights_and_drop(frame, args)
     y = frame[args.target]
     if y.isna().any():
@@ -757,8 +900,12 @@ def _cmd_mbndt(args):
         if task == "classification":
             from sklearn.metrics import balanced_accuracy_score
 
-            score = balanced_accuracy_score(yp, model.predict(Xp), sample_weight=wp)
-            line += f"  {part} balanced accuracy{weighted}: {score:.4f}"
+            if wp is not None and not np.sum(wp) > 0:
+                line += (f"  {part} balanced accuracy{weighted}: n/a (no row with "
+                         "positive weight)")
+            else:
+                score = balanced_accuracy_score(yp, model.predict(Xp), sample_weight=wp)
+                line += f"  {part} balanced accuracy{weighted}: {score:.4f}"
         else:
             line += f"  {part} R2{weighted}: {_r2_text(yp, model.predict(Xp), wp)}"
     _print(line + f"  fit time: {seconds:.3f}s")
@@ -770,7 +917,11 @@ def _load_model(path):
     """A fitted model from a joblib file (``--out``) or a JSON tree (``--json``)."""
     if not os.path.exists(path):
         raise UsageError(f"file not found: {path}")
-    if path.lower().endswith(".json"):
+    # By content: a JSON tree starts with "{", a pickle never does (whatever
+    # the file is named).
+    with open(path, "rb") as fh:
+        start = fh.read(64).lstrip(codecs.BOM_UTF8 + b" \t\r\n")
+    if start.startswith(b"{"):
         from ._export import from_dict
 
         try:
@@ -830,7 +981,8 @@ def _cmd_predict(args):
     # its levels had in fit, or a column that was text in the training file
     # (a stray "?") but is all numbers here would match none of its levels.
     text, numbers = _level_types(model)
-    frame = _read_table(args.data, args.encoding, text_columns=text)
+    frame = _read_table(args.data, args.encoding, text_columns=text,
+                        as_written=_column_list(args.keep))
     for name in numbers:
         if name in frame.columns and frame[name].dtype.kind not in "iuf":
             # numeric codes: a code written as text reads as that number, an
@@ -859,7 +1011,9 @@ def _cmd_predict(args):
         raise UsageError(f"--keep: column(s) {_list(clash)} would clash with the output's own")
     if args.proba:
         _check_proba(model)
-    out = frame[keep].reset_index(drop=True)
+    # Identifiers as written ("00123" stays "00123"), not as parsed numbers.
+    written = frame.attrs.get("as_written")
+    out = (written if written is not None else frame)[keep].reset_index(drop=True)
     if args.explain:
         if hasattr(model, "classes_"):
             raise UsageError(f"--explain: {type(model).__name__} is a classifier; --explain "

@@ -237,7 +237,9 @@ def explain(estimator, X, feature_names=None):
     leaves, rules, intercept, terms, prediction = family.contributions(estimator, X, names)
     columns = {
         "leaf": np.asarray(leaves, dtype=np.intp),
-        "rule": np.array([rules[int(leaf)] for leaf in leaves], dtype=object),
+        # Per leaf, or per row where a row's rule differs from its leaf's.
+        "rule": (rules if isinstance(rules, np.ndarray)
+                 else np.array([rules[int(leaf)] for leaf in leaves], dtype=object)),
         "intercept": intercept,
     }
     for j, name in enumerate(names):
@@ -266,6 +268,23 @@ def binary_contributions(estimator, X, names):
     paths = view.conditions()
     rules = {int(leaf): view.rule(paths[leaf], names, thresholds)
              for leaf in np.unique(leaves)}
+    # A row missing a value that training never missed took its split's
+    # side for missing values (the heavier child), which the leaf's rule
+    # does not show: such a row's rule shows every missing side.
+    unseen = np.setdiff1d(np.flatnonzero(~np.asarray(estimator.is_categorical_, bool)),
+                          sorted(view.missing))
+    odd = np.isnan(Xv[:, unseen]).any(axis=1) if unseen.size else np.zeros(len(leaves), bool)
+    if odd.any():
+        shown = _BinaryView(estimator)
+        shown.missing = set(range(int(estimator.n_features_in_)))
+        per_row = np.array([rules[int(leaf)] for leaf in leaves], dtype=object)
+        full = {}
+        for i in np.flatnonzero(odd):
+            leaf = int(leaves[i])
+            if leaf not in full:
+                full[leaf] = shown.rule(paths[leaf], names, thresholds)
+            per_row[i] = full[leaf]
+        rules = per_row
     return leaves, rules, np.asarray(tree.intercept)[leaves], terms, prediction
 
 

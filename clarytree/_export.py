@@ -231,6 +231,10 @@ def _family(estimator):
             f"got a {type(estimator).__name__}; pass its fitted tree, pipe[-1], instead "
             "(export_text, leaf_table, export_graphviz and plot_tree also accept the "
             "pipeline itself)")
+    check_tree = getattr(estimator, "_check_tree", None)
+    if callable(check_tree):
+        # The estimator's own message (a CV fit with refit=False holds no tree).
+        check_tree()
     check_is_fitted(estimator, "tree_")
     family = _lookup_family(estimator.tree_)
     if family is None:
@@ -448,6 +452,12 @@ def _display_names(names):
 # Text levels that bare would read as a number, a bool, nothing or a
 # missing value ('1' beside the number 1 in one column, 'None', 'missing').
 _WORD_LEVELS = frozenset({"true", "false", "none", "null", "na", "nan", "missing"})
+# The exports' own labels: a real level spelled so is quoted.
+_LABEL_LEVELS = frozenset({"<other>", "<missing>", "<other or unseen>"})
+
+
+class _MergedLabel(str):
+    """The ``<other>`` level of a column's merged levels: prints bare."""
 
 
 def _level_text(level):
@@ -456,8 +466,11 @@ def _level_text(level):
     its ends unseen, a comma or brace as the set's own punctuation, text
     that reads as a number, a bool or a missing value); such a level is
     quoted as Python writes it."""
+    if isinstance(level, _MergedLabel):
+        return _display(str(level))
     if isinstance(level, str) and (level != level.strip() or any(c in level for c in ",{}")
-                                   or level == "" or _reads_as_other(level)):
+                                   or level == "" or _reads_as_other(level)
+                                   or level in _LABEL_LEVELS):
         return _display(repr(level))
     return _display(level)
 
@@ -491,6 +504,12 @@ class _BinaryView:
         self.tree = tree
         n = int(estimator.n_features_in_)
         self.categories = list(getattr(estimator, "categories_", None) or [None] * n)
+        merged = getattr(estimator, "merged_categories_", None) or [None] * n
+        for f, levels in enumerate(self.categories):
+            if levels is not None and merged[f]:
+                # The last level stands for the merged ones: bare, where a
+                # real level "<other>" is quoted.
+                self.categories[f] = [*levels[:-1], _MergedLabel(levels[-1])]
         self.missing = {int(f) for f in getattr(estimator, "missing_features_", [])}
         self.is_categorical = np.asarray(tree.is_categorical, dtype=bool)
         self.missing_left = np.asarray(tree.missing_go_left, dtype=bool)

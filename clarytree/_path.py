@@ -11,13 +11,11 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 from numpy.ma import MaskedArray
 from scipy.stats import rankdata
-from sklearn import config_context
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.metrics import get_scorer_names
 from sklearn.utils import check_array, check_consistent_length, column_or_1d
 from sklearn.utils.validation import has_fit_parameter, indexable, validate_data
 
@@ -27,10 +25,12 @@ from ._classes import (
     CLARITreeRegressor,
     _BaseLinearTree,
     _fit_tree,
+    _stats_threads,
+    forgets_unfinished_fit,
 )
 from ._frames import as_pandas
 from ._preparation import check_has_columns
-from ._sklearn_compat import StrOptions, fit_context, scorer_accepts_sample_weight
+from ._sklearn_compat import fit_context, scorer_accepts_sample_weight
 
 PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
 PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
@@ -234,18 +234,46 @@ def _store(results, key, array, splits=False, rank=False):
         results[f"rank_{key}"] = ranks
 
 
+def _check_scoring_kind(owner, scoring):
+    """Refuse a ``scoring`` that is no scorer, as GridSearchCV does.
+
+    fit skips nested parameter validation, so ``check_scoring`` alone would
+    hand back no scorer (or one failing on every call) for these: every
+    score NaN and a refit at the first pair.
+    """
+    from sklearn.metrics import get_scorer_names
+
+    if scoring is None or callable(scoring):
+        return
+    if isinstance(scoring, str):
+        if scoring not in get_scorer_names():
+            raise ValueError(f"The 'scoring' parameter of {owner} must be a scorer name "
+                             "(sklearn.metrics.get_scorer_names()), a callable, a list, "
+                             f"tuple or dict of them, or None; got {scoring!r}")
+        return
+    if isinstance(scoring, dict):
+        for name, value in scoring.items():
+            if not (isinstance(value, str) or callable(value)):
+                raise TypeError(
+                    f"scoring[{name!r}] must be a scorer name or a callable, got "
+                    f"{value!r} of type {type(value).__name__}")
+        return
+    if not isinstance(scoring, (list, tuple, set)):
+        raise ValueError(f"The 'scoring' parameter of {owner} must be a scorer name, a "
+                         "callable, a list, tuple or dict of them, or None; got "
+                         f"{scoring!r} of type {type(scoring).__name__}")
+
+
 class _CVMixin:
     """Tuning of (leaf_penalty, ridge_alpha) by cross-validation along the path."""
 
     _cv_constraints: dict = {
         "leaf_penalties": ["array-like"],
         "ridge_alphas": ["array-like"],
-        # check_cv says what is wrong with these.
+        # check_cv says what is wrong with cv; fit checks scoring itself
+        # (_check_scoring_kind: the scorer names load with sklearn.metrics).
         "cv": "no_validation",
-        # GridSearchCV's constraint: fit skips nested validation, so
-        # check_scoring would not refuse a wrong type (every score NaN).
-        "scoring": [StrOptions(set(get_scorer_names())), callable, list, tuple, dict,
-                    None],
+        "scoring": "no_validation",
         "n_jobs": [Integral, None],
         "refit": ["boolean", str, callable],
         "verbose": ["verbose"],
@@ -263,6 +291,7 @@ class _CVMixin:
         return self._tree_class(**params)
 
     @fit_context(prefer_skip_nested_validation=True)
+    @forgets_unfinished_fit
     def fit(self, X, y, sample_weight=None, groups=None):
         """Choose the leaf penalty and ridge strength by CV, then refit.
 
@@ -328,20 +357,15 @@ class _CVMixin:
         y_checked = np.ascontiguousarray(y_checked, dtype=np.float64)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.ndim == 0:
+                # A scalar weights every row alike, as the tree's fit takes it.
+                sample_weight = np.full(y_checked.shape, float(sample_weight))
             if sample_weight.shape != y_checked.shape:
                 raise ValueError(f"sample_weight has shape {sample_weight.shape}, "
                                  f"expected {y_checked.shape}")
         base = self._tree_estimator()
-        # With validation: fit skips nested checks, and check_scoring would
-        # hand back a scorer that fails on every call (a dict of a wrong type).
-        if isinstance(self.scoring, dict):
-            for name, value in self.scoring.items():
-                if not (isinstance(value, str) or callable(value)):
-                    raise TypeError(
-                        f"scoring[{name!r}] must be a scorer name or a callable, got "
-                        f"{value!r} of type {type(value).__name__}")
-        with config_context(skip_parameter_validation=False):
-            scorer = check_scoring(base, scoring=self.scoring)
+        _check_scoring_kind(type(self).__name__, self.scoring)
+        scorer = check_scoring(base, scoring=self.scoring)
         several = isinstance(self.scoring, (list, tuple, set, dict))
         if several:
             self._check_refit_for_metrics(list(self.scoring))
@@ -387,7 +411,9 @@ class _CVMixin:
         if self.n_jobs is not None and "n_jobs" in base.get_params(deep=False):
             # Cores left over by the tasks go to their search threads: tasks
             # running at once times threads per task stays within n_jobs.
-            total = effective_n_jobs(self.n_jobs)
+            # Negative n_jobs count back from the cores and respect OpenMP's
+            # thread budget (a threadpoolctl limit), as a single tree's do.
+            total = _stats_threads(self.n_jobs)
             threads = total // min(total, len(tasks))
             if threads > 1:
                 base.set_params(n_jobs=threads)

@@ -1391,6 +1391,11 @@ class Preparation:
         return np.array([kind == MISSING_BIN for _, kind in self._split_columns],
                         dtype=np.uint8)
 
+    def split_level_missing(self):
+        """1 for each level-set column whose last bin holds missing rows."""
+        return np.array([kind == LEVEL_SET and f in self._missing_set
+                         for f, kind in self._split_columns], dtype=np.uint8)
+
     def _n_values(self, f):
         """Number of present-value bins of feature ``f``."""
         if self.is_categorical_[f]:

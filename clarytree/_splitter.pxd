@@ -197,6 +197,11 @@ cdef class Splitter:
     cdef readonly bint has_wide
     # Most bins of a categorical feature (0: none): the level-order buffers.
     cdef readonly Py_ssize_t set_bins
+    # 1 for a categorical feature whose last bin holds its missing rows: the
+    # level order is that of its present levels, and every prefix is a
+    # candidate with the missing rows on either side (a wide feature's
+    # ``bin`` carries MISSING_LEFT_BIT when they go left).
+    cdef const unsigned char[::1] level_missing
     # 1 for a numeric feature whose last bin holds its missing rows (see
     # MISSING_LEFT_BIT); never set together with ``categorical``.
     cdef const unsigned char[::1] missing
@@ -332,6 +337,8 @@ cdef class Splitter:
                                   unsigned long long* keys) noexcept nogil
     cdef Py_ssize_t _bin_end(self, const int* rows, Py_ssize_t m, Py_ssize_t f,
                              Py_ssize_t b, Py_ssize_t lo) noexcept nogil
+    cdef Py_ssize_t _level_missing_bin(self, Py_ssize_t f,
+                                       const double* hist) noexcept nogil
     cdef Py_ssize_t _category_order(self, SplitterWork* w, Py_ssize_t f,
                                     const double* hist, int* perm,
                                     double* key) noexcept nogil
@@ -390,6 +397,10 @@ cdef class Splitter:
                                         const double* total, const double* hist,
                                         const unsigned long long* keys,
                                         Candidate* out, Py_ssize_t count) noexcept nogil
+    cdef bint _level_prefixes(self, SplitterWork* w, const double* total, Py_ssize_t f,
+                              const double* hist, Py_ssize_t n_prefixes, bint missing_left,
+                              Py_ssize_t cset, double* left, SplitRecord* best,
+                              double* best_left) noexcept nogil
     cdef bint best_split(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const double* total, const double* hist,
                          SplitRecord* best, double* best_left) noexcept nogil

@@ -616,7 +616,7 @@ cdef class Splitter:
                  const int[::1] n_bins, double min_samples_leaf,
                  Criterion criterion, Py_ssize_t max_hist_bins=256,
                  route=SearchRoute.AUTO, *, bint grouped_sums=True, categorical=None,
-                 missing=None,
+                 missing=None, level_missing=None,
                  bint bounded_scan=True):
         cdef Py_ssize_t f, offset = 0
         try:
@@ -664,8 +664,16 @@ cdef class Splitter:
                         else np.ascontiguousarray(missing, dtype=np.uint8))
         if self.missing.shape[0] != self.n_features:
             raise ValueError("missing must have one entry per feature")
+        self.level_missing = (np.zeros(self.n_features, dtype=np.uint8)
+                              if level_missing is None
+                              else np.ascontiguousarray(level_missing, dtype=np.uint8))
+        if self.level_missing.shape[0] != self.n_features:
+            raise ValueError("level_missing must have one entry per feature")
         self.has_missing = False
         for f in range(self.n_features):
+            if self.level_missing[f] and (not self.categorical[f] or n_bins[f] < 1):
+                raise ValueError(f"level_missing is set for feature {f}, which is not a "
+                                 "categorical feature with a missing bin")
             if self.missing[f]:
                 if self.categorical[f]:
                     raise ValueError(f"feature {f} is both categorical and has a missing "
@@ -1432,21 +1440,29 @@ cdef class Splitter:
         # the levels that join are added, one bin's rows per ``add_stats``
         # call: the same calls in the same order as from an empty prefix,
         # hence the same sums wherever a sweep was resumed.
+        # With the missing rows left (MISSING_LEFT_BIT) the sets are nested
+        # too, from the missing bin alone: they start over from it.
         cdef Py_ssize_t m = end - start, f = cand.feature, r, b, lo, hi
+        cdef Py_ssize_t last = cand.bin & ~(<Py_ssize_t>MISSING_LEFT_BIT)
+        cdef bint with_missing = (cand.bin & MISSING_LEFT_BIT) != 0
         if state.feature != f:
             self.sort_by_bin(w, start, end, f, state.rows)
             self._category_order(w, f, state.node_hist, state.level_perm, w.level_key)
             state.feature = f
-            state.bin = cand.bin + 1        # start over below
-        if cand.bin < state.bin:
+            state.bin = last + 1            # start over below
+        if last < state.bin or with_missing != state.with_missing:
             self.clear_stats(total, hist, keys)
             state.bin = -1
-        for r in range(state.bin + 1, cand.bin + 1):
+            state.with_missing = with_missing
+            if with_missing:
+                lo = self._bin_end(state.rows, m, f, self.n_bins[f] - 2, 0)
+                self.add_stats(w, state.rows + lo, m - lo, total, hist, keys, False)
+        for r in range(state.bin + 1, last + 1):
             b = state.level_perm[r]
             lo = self._bin_end(state.rows, m, f, b - 1, 0)
             hi = self._bin_end(state.rows, m, f, b, lo)
             self.add_stats(w, state.rows + lo, hi - lo, total, hist, keys, False)
-        state.bin = cand.bin
+        state.bin = last
         state.pos = 0
 
     cdef void add_rows_going_left(self, SplitterWork* w, const int* rows,
@@ -1517,6 +1533,17 @@ cdef class Splitter:
                 hi = mid
         return lo
 
+    cdef Py_ssize_t _level_missing_bin(self, Py_ssize_t f,
+                                       const double* hist) noexcept nogil:
+        # The missing bin of categorical f when the node has missing rows of
+        # it, else -1 (then every candidate is a prefix of its level order).
+        cdef Py_ssize_t b = self.n_bins[f] - 1
+        if not self.level_missing[f]:
+            return -1
+        if hist[(self.hist_offset[f] + b) * self.n_stats] == 0.0:
+            return -1
+        return b
+
     cdef Py_ssize_t _category_order(self, SplitterWork* w, Py_ssize_t f,
                                     const double* hist, int* perm,
                                     double* key) noexcept nogil:
@@ -1535,7 +1562,10 @@ cdef class Splitter:
         the order decides which level sets are candidates.  The node's model
         is fitted to the sum of the feature's bins,
         so the search and the candidate list order the levels identically.
-        Returns the number of non-empty bins.  Uses ``acc_right`` and
+        A feature's missing bin (``level_missing``) is left out: its rows
+        are tried on both sides of every prefix instead (as a numeric
+        feature's are at every threshold).  Returns the number of non-empty
+        bins ordered.  Uses ``acc_right`` and
         ``row_stats`` as scratch.  A wide feature's bins are sorted by a
         stable merge sort (``level_tmp``), the others by insertion.
         """
@@ -1581,7 +1611,7 @@ cdef class Splitter:
         tol[0] = 0.0
         if node[0] > 0.0:
             tol[0] = LEVEL_TIE * packed_coef_spread(node, beta, NULL, p) / sqrt(node[0])
-        for b in range(self.n_bins[f]):
+        for b in range(self.n_bins[f] - (1 if self.level_missing[f] else 0)):
             h = hist + (off + b) * n_stats
             if h[0] == 0.0:
                 continue
@@ -1641,13 +1671,16 @@ cdef class Splitter:
         """Which bins split ``(f, bin)`` of a wide feature sends left (``left[b]``).
 
         The first ``bin + 1`` bins of the node's level order, recomputed
-        from the node's histogram ``hist`` exactly as the search computed it.
+        from the node's histogram ``hist`` exactly as the search computed it,
+        and the missing bin when ``bin`` carries MISSING_LEFT_BIT.
         """
-        cdef Py_ssize_t r
+        cdef Py_ssize_t r, last = bin & ~(<Py_ssize_t>MISSING_LEFT_BIT)
         self._category_order(w, f, hist, w.level_perm, w.level_key)
         memset(left, 0, self.n_bins[f] * sizeof(unsigned char))
-        for r in range(bin + 1):
+        for r in range(last + 1):
             left[w.level_perm[r]] = 1
+        if bin & MISSING_LEFT_BIT:
+            left[self.n_bins[f] - 1] = 1
 
     cdef void set_words(self, SplitterWork* w, Py_ssize_t f, Py_ssize_t bin,
                         const double* hist, unsigned long long* words) noexcept nogil:
@@ -2315,6 +2348,42 @@ cdef class Splitter:
             count += 1
         return count
 
+    cdef bint _level_prefixes(self, SplitterWork* w, const double* total, Py_ssize_t f,
+                              const double* hist, Py_ssize_t n_prefixes, bint missing_left,
+                              Py_ssize_t cset, double* left, SplitRecord* best,
+                              double* best_left) noexcept nogil:
+        # best_split's candidates of categorical f: the first ``n_prefixes``
+        # prefixes of the node's level order (``w.level_perm``), each joined
+        # to what ``left``/``cset`` hold (nothing, or the missing bin when
+        # ``missing_left``).  Nested, so the bounded scan applies.
+        cdef Py_ssize_t r, b, s, n_left, n_thr = 0, n_stats = self.n_stats
+        cdef Py_ssize_t off = self.hist_offset[f]
+        cdef const double* h
+        cdef double msl = self.min_samples_leaf, weight = total[0]
+        cdef bint found = False
+        for r in range(n_prefixes):
+            b = w.level_perm[r]
+            h = hist + (off + b) * n_stats
+            for s in range(n_stats):
+                left[s] += h[s]
+            if self.wide[f]:
+                cset = r | (MISSING_LEFT_BIT if missing_left else 0)
+            else:
+                cset |= (<Py_ssize_t>1) << b
+            n_left = <Py_ssize_t>left[0]
+            if not enough_weight(left[0], msl):
+                continue
+            if not enough_weight(weight - left[0], msl):
+                break
+            if self.bounded_scan:
+                self._keep_threshold(w, n_thr, cset, n_left, left)
+                n_thr += 1
+            elif self._consider(w, total, left, f, cset, n_left, best, best_left):
+                found = True
+        if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left, False):
+            found = True
+        return found
+
     cdef bint best_split(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const double* total, const double* hist,
                          SplitRecord* best, double* best_left) noexcept nogil:
@@ -2336,9 +2405,9 @@ cdef class Splitter:
         cdef double* left = w.acc_left
         cdef double score, msl = self.min_samples_leaf
         cdef double weight = total[0], w_left, root
-        cdef bint incremental, found = False, wide
+        cdef bint incremental, found = False
         cdef int* perm = w.level_perm
-        cdef Py_ssize_t count, r, cset, n_thr, ahead
+        cdef Py_ssize_t count, r, cset, n_thr, ahead, mb, side
         best.score = INFINITY
         # min_samples_leaf counts training weight (rows when unweighted).
         if not enough_weight(weight, 2.0 * msl):
@@ -2348,34 +2417,24 @@ cdef class Splitter:
             if self.categorical[f]:
                 # Prefixes of the node's level order: K levels, K - 1 sets,
                 # each a bit mask (a wide feature: the prefix's last rank).
+                # With missing rows in the node: K prefixes of the present
+                # levels (the last: every present row left) with the missing
+                # rows right, then K - 1 with them left.
                 count = self._category_order(w, f, hist, perm, w.level_key)
-                wide = self.wide[f]
-                memset(left, 0, n_stats * sizeof(double))
-                cset = 0
-                n_thr = 0
-                for r in range(count - 1):
-                    b = perm[r]
-                    h = hist + (off + b) * n_stats
-                    for s in range(n_stats):
-                        left[s] += h[s]
-                    if wide:
-                        cset = r
-                    else:
-                        cset |= (<Py_ssize_t>1) << b
-                    n_left = <Py_ssize_t>left[0]
-                    if not enough_weight(left[0], msl):
-                        continue
-                    if not enough_weight(weight - left[0], msl):
-                        break
-                    if self.bounded_scan:
-                        # The prefixes of the level order are nested too.
-                        self._keep_threshold(w, n_thr, cset, n_left, left)
-                        n_thr += 1
-                    elif self._consider(w, total, left, f, cset, n_left, best, best_left):
+                mb = self._level_missing_bin(f, hist)
+                for side in range(2 if mb >= 0 else 1):
+                    memset(left, 0, n_stats * sizeof(double))
+                    cset = 0
+                    if side:
+                        h = hist + (off + mb) * n_stats
+                        for s in range(n_stats):
+                            left[s] += h[s]
+                        if not self.wide[f]:
+                            cset = (<Py_ssize_t>1) << mb
+                    r = count if mb >= 0 and side == 0 else count - 1
+                    if self._level_prefixes(w, total, f, hist, r, side == 1, cset, left,
+                                            best, best_left):
                         found = True
-                if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left,
-                                                    False):
-                    found = True
                 continue
             if self.missing[f]:
                 r = self._best_missing(w, start, end, f, total, hist, best, best_left)
@@ -2580,7 +2639,12 @@ cdef class Splitter:
     cdef Py_ssize_t max_candidates(self, Py_ssize_t n_rows) noexcept nogil:
         cdef Py_ssize_t f, total = 0
         for f in range(self.n_features):
-            total += min(<Py_ssize_t>self.n_bins[f] - 1, n_rows - 1)
+            if self.level_missing[f]:
+                # K present levels: K prefixes with the missing rows right,
+                # K - 1 with them left.
+                total += max(min(2 * <Py_ssize_t>self.n_bins[f] - 3, 2 * n_rows - 1), 0)
+            else:
+                total += min(<Py_ssize_t>self.n_bins[f] - 1, n_rows - 1)
         return max(total, 1)
 
     cdef Py_ssize_t candidates(self, SplitterWork* w, Py_ssize_t start,
@@ -2604,7 +2668,7 @@ cdef class Splitter:
         cdef unsigned long long key
         cdef double msl = self.min_samples_leaf, weight = 0.0, w_left, root
         cdef int* perm = w.level_perm
-        cdef Py_ssize_t n_levels, r, cset
+        cdef Py_ssize_t n_levels, r, cset, mb, side
         cdef bint wide
         # min_samples_leaf counts training weight (rows when unweighted): the
         # node's weight is the sum of its rows' squared design intercepts.
@@ -2620,25 +2684,35 @@ cdef class Splitter:
             n_left = 0
             w_left = 0.0
             if self.categorical[f]:
-                # Prefixes of the node's level order, as in best_split.
+                # Prefixes of the node's level order, as in best_split (with
+                # the missing rows right, then left).
                 n_levels = self._category_order(w, f, hist, perm, w.level_key)
                 wide = self.wide[f]
-                cset = 0
-                for r in range(n_levels - 1):
-                    b = perm[r]
-                    w_left += hist[(off + b) * n_stats]
-                    n_left = <Py_ssize_t>w_left
-                    key += keys[off + b]
-                    if wide:
-                        cset = r
-                    else:
-                        cset |= (<Py_ssize_t>1) << b
-                    if not enough_weight(w_left, msl):
-                        continue
-                    if not enough_weight(weight - w_left, msl):
-                        break
-                    _set_candidate(&out[count], f, cset, n_left, key, count)
-                    count += 1
+                mb = self._level_missing_bin(f, hist)
+                for side in range(2 if mb >= 0 else 1):
+                    cset = 0
+                    key = 0
+                    w_left = 0.0
+                    if side:
+                        key = keys[off + mb]
+                        w_left = hist[(off + mb) * n_stats]
+                        if not wide:
+                            cset = (<Py_ssize_t>1) << mb
+                    for r in range(n_levels if mb >= 0 and side == 0 else n_levels - 1):
+                        b = perm[r]
+                        w_left += hist[(off + b) * n_stats]
+                        n_left = <Py_ssize_t>w_left
+                        key += keys[off + b]
+                        if wide:
+                            cset = r | (MISSING_LEFT_BIT if side else 0)
+                        else:
+                            cset |= (<Py_ssize_t>1) << b
+                        if not enough_weight(w_left, msl):
+                            continue
+                        if not enough_weight(weight - w_left, msl):
+                            break
+                        _set_candidate(&out[count], f, cset, n_left, key, count)
+                        count += 1
                 continue
             if self.missing[f]:
                 r = self._missing_candidates(w, start, end, f, total, hist, keys, out, count)

@@ -141,15 +141,18 @@ def test_the_path_carries_as_a_single_fit_does_for_costs_that_agree():
         np.testing.assert_array_equal(fit.tree_.threshold, single.tree_.threshold)
 
 
-@pytest.mark.parametrize(("depth", "lookahead", "n_wide_levels"),
-                         [(3, 1, 0), (4, 1, 0), (4, 2, 0), (4, 1, 90)])
-def test_carried_children_with_level_set_splits(depth, lookahead, n_wide_levels):
+@pytest.mark.parametrize(("depth", "lookahead", "n_wide_levels", "missing"),
+                         [(3, 1, 0, False), (4, 1, 0, False), (4, 2, 0, False),
+                          (4, 1, 90, False), (3, 1, 0, True), (4, 2, 0, True),
+                          (4, 1, 90, True)])
+def test_carried_children_with_level_set_splits(depth, lookahead, n_wide_levels, missing):
     """Completion splits on categorical features (level sets as bit masks)
     are carried too (a wide feature's sets follow the node's level order, so
     its splits are summed afresh).  The target depends on the categorical
     columns only, so nearly every completion splits on them, while the
     candidates sweep a numeric column's thresholds.  Same bits as fresh
-    sums."""
+    sums.  With missing values the missing rows go either side of every
+    prefix (a wide feature's sets with them start from the missing bin)."""
     import pandas as pd
 
     from clarytree import CLARITreeRegressor
@@ -164,18 +167,25 @@ def test_carried_children_with_level_set_splits(depth, lookahead, n_wide_levels)
     y = sum(effect[j, codes[:, j]] * (1 + j * (codes[:, 0] > 2)) for j in range(3))
     y = y + 0.3 * rng.normal(size=n)
     if n_wide_levels:
-        X["wide"] = [f"w{v:02d}" for v in rng.integers(0, n_wide_levels, n)]
+        wide = rng.integers(0, n_wide_levels, n)
+        X["wide"] = [f"w{v:02d}" for v in wide]
+        y = y + 0.5 * (wide % 3)
+    if missing:
+        for name in X.columns.drop("noise"):
+            X.loc[rng.random(n) < 0.1, name] = None
     prep = Preparation(n_thresholds=10)
     data = prep.fit(CLARITreeRegressor(), X, y)
     results = []
     for carry in (True, False):
         crit = RidgeCriterion(data.W, data.ridge)
         splitter = Splitter(data.bins, data.order.copy(), data.n_bins, 5, crit,
-                            categorical=prep.split_categorical())
+                            categorical=prep.split_categorical(),
+                            level_missing=prep.split_level_missing())
         ctx = BuildContext(splitter, crit, depth, 1e-4 * data.tss, 5, None, None, 1,
                            carry_children=carry)
         objective, nodes = _assemble_builder(ctx, lookahead, depth).build()
         results.append((objective, nodes, ctx.counters()))
+    assert prep.split_level_missing().any() == missing
     (obj_on, nodes_on, on), (obj_off, nodes_off, off) = results
     assert obj_on == obj_off
     for name in nodes_on:

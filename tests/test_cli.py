@@ -273,7 +273,7 @@ def bad_files(tmp_path_factory):
     "args, fragments",
     [
         (("fit", "{tmp}/nope.csv", "--target", "y"), ["file not found", "nope.csv"]),
-        (("fit", "{data}", "--target", "nope"), ["column 'nope' not found", "a, b, c"]),
+        (("fit", "{data}", "--target", "nope"), ["column 'nope' not found", "'a', 'b', 'c'"]),
         (("fit", "{text_target}", "--target", "y"),
          ["target column 'y' is not numeric", "classes: u, v, w, x", "clarytree mbndt",
           "text_target.csv --target y"]),
@@ -998,3 +998,113 @@ def test_undefined_r2_is_said_not_printed_as_nan(tmp_path, command):
     assert "train R2: n/a (constant target)" in result.stdout
     assert "test R2: n/a (one row)" in result.stdout
     assert "nan" not in result.stdout
+
+
+# -- reading tables (in process: the reader alone) ----------------------------
+
+
+def read(path, **kw):
+    from clarytree._cli import _read_table
+
+    return _read_table(str(path), **kw)
+
+
+def test_a_trailing_separator_on_the_data_rows_does_not_shift_the_columns(tmp_path):
+    # pandas would make the first column the index and name every column
+    # after its left neighbour: y read as a, a as b.
+    path = tmp_path / "trail.csv"
+    path.write_text("y,a,b\n3.0,1.0,5.0,\n6.0,2.0,7.0,\n")
+    frame = read(path)
+    assert list(frame.columns) == ["y", "a", "b"]
+    np.testing.assert_array_equal(frame["y"], [3.0, 6.0])
+    np.testing.assert_array_equal(frame["b"], [5.0, 7.0])
+
+
+def test_rows_with_more_values_than_the_header_are_refused(tmp_path):
+    from clarytree._cli import UsageError
+
+    path = tmp_path / "longer.csv"
+    path.write_text("y,a,b\n1,2,3,\n2,3,4,9\n")
+    with pytest.raises(UsageError, match="line 3 has more fields than the header's 3"):
+        read(path)
+    path.write_text("y,a,b\n1,2,3\n2,3,4,9\n")
+    with pytest.raises(UsageError, match="Expected 3 fields in line 3, saw 4"):
+        read(path)
+
+
+def test_missing_markers_are_missing_among_numbers_and_levels_among_text(tmp_path):
+    path = tmp_path / "na.csv"
+    path.write_text("grade,x,y\nNone,1.5,0\nLow,NA,1\nNA,2.5,2\n,3.5,3\nHigh,null,4\n")
+    frame = read(path)
+    assert frame["grade"].tolist()[:3] == ["None", "Low", "NA"]
+    assert pd.isna(frame["grade"][3])
+    assert frame["x"].dtype == np.float64
+    np.testing.assert_array_equal(frame["x"], [1.5, np.nan, 2.5, 3.5, np.nan])
+
+
+def test_a_decimal_comma_first_seen_after_fifty_rows_is_read(tmp_path):
+    path = tmp_path / "late.csv"
+    rows = [f"{i};{2 * i}" for i in range(60)] + ["60,5;121", "61,5;123"]
+    path.write_text("price;y\n" + "\n".join(rows) + "\n")
+    frame = read(path)
+    assert frame["price"].dtype == np.float64
+    assert frame["price"].iloc[-1] == 61.5
+
+
+def test_one_column_with_a_decimal_comma(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("x\n1,5\n2,25\n-0,5\n")
+    frame = read(path)
+    assert list(frame.columns) == ["x"]
+    np.testing.assert_array_equal(frame["x"], [1.5, 2.25, -0.5])
+
+
+@pytest.mark.parametrize("name", ["data.csv.zip", "data.csv"])
+def test_zip_and_compression_told_by_content(tmp_path, name):
+    import gzip
+    import zipfile
+
+    text = "x,y\n1,2\n3,4\n"
+    path = tmp_path / name
+    if name.endswith(".zip"):
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("data.csv", text)
+    else:      # gzip without its extension
+        path.write_bytes(gzip.compress(text.encode()))
+    frame = read(path)
+    np.testing.assert_array_equal(frame.to_numpy(), [[1, 2], [3, 4]])
+
+
+def test_kept_columns_are_read_as_written(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_text("id,x\n00123,0.1\n,0.2\n9007199254740993,0.3\n")
+    frame = read(path, as_written=["id", "nope"])
+    assert frame.attrs["as_written"]["id"].tolist() == ["00123", "", "9007199254740993"]
+    assert frame["x"].dtype == np.float64
+
+
+def test_model_files_are_loaded_by_content(data_csv, tmp_path):
+    from clarytree._cli import UsageError, _check_writable, _load_model
+
+    model = tmp_path / "model.joblib"
+    tree = tmp_path / "tree.json"
+    result = run("fit", data_csv, "--target", "target", "--max-depth", 1, "-q",
+                 "--out", model, "--json", tree)
+    assert result.returncode == 0, result.stderr
+    swapped = tmp_path / "model.data"
+    swapped.write_bytes(tree.read_bytes())
+    assert _load_model(str(swapped)).get_n_leaves() == _load_model(str(model)).get_n_leaves()
+    with pytest.raises(UsageError, match="--out writes a joblib pickle, not JSON"):
+        _check_writable(str(tmp_path / "m.json"), "--out")
+    with pytest.raises(UsageError, match="--json writes the tree as JSON"):
+        _check_writable(str(tmp_path / "t.joblib"), "--json")
+    with pytest.raises(UsageError, match=r"--plot: .*tree.pgn needs an image extension"):
+        _check_writable(str(tmp_path / "tree.pgn"), "--plot")
+
+
+def test_held_out_rows_of_weight_zero_say_so():
+    from clarytree._cli import _r2_text
+
+    y = np.array([1.0, 2.0, 3.0])
+    assert _r2_text(y, y, np.zeros(3)) == "n/a (no row with positive weight)"
+    assert _r2_text(y, y, np.ones(3)) == "1.0000"

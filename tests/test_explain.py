@@ -899,3 +899,21 @@ def test_clip_leaves_the_fill_of_a_missing_value_alone():
     # Present values outside the box are still clipped.
     assert model.predict(rows[-3:-2])[0] != model.set_params(
         extrapolation="none").predict(rows[-3:-2])[0]
+
+
+def test_rule_of_a_row_missing_a_value_training_never_missed_holds_for_it():
+    # Such a row takes the split's heavier side; the leaf's rule alone
+    # ("x[0] <= 0.35") is false for it, so its own rule shows the missing side.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = np.where(X[:, 0] > 0, 5.0, 0.0) + 0.1 * rng.normal(size=200)
+    X[:150, 0] += 0.3
+    model = CLARITreeRegressor(max_depth=1, leaf_model="constant").fit(X, y)
+    rows = np.array([[np.nan, 0.0], [-5.0, 0.0], [5.0, np.nan]])
+    table = explain(model, rows)
+    assert list(table["leaf"]) == list(model.apply(rows))
+    side = "<=" if model.tree_.missing_go_left[0] else ">"
+    assert table["rule"][0].startswith(f"(x[0] {side} ")
+    assert table["rule"][0].endswith("or x[0] is missing)")
+    # Rows with every split value present keep their leaf's rule.
+    assert "missing" not in table["rule"][1] and "missing" not in table["rule"][2]

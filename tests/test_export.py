@@ -628,3 +628,21 @@ def test_infinite_category_level_is_refused_like_infinite_numbers():
                           "c": pd.Categorical(rng.choice([1.0, 2.0, np.inf], 60))})
     with pytest.raises(ValueError, match=r"infinity in column\(s\) 'c'"):
         CholeskyTreeRegressor(max_depth=1).fit(frame, rng.normal(size=60))
+
+
+def test_a_real_level_spelled_like_the_merged_label_is_quoted():
+    # A level "<other>" beside merged rare levels printed as the same
+    # "c in {<other>}" on two leaves with different rows.
+    rng = np.random.default_rng(0)
+    n = 400
+    c = rng.choice(["<other>", "a", "b"], size=n).astype(object)
+    c[:12] = [f"r{i % 2}" for i in range(12)]          # rare: merged
+    y = np.select([c == "<other>", np.isin(c, ["r0", "r1"])], [5.0, -5.0], 0.0)
+    y = y + 0.01 * rng.normal(size=n)
+    X = pd.DataFrame({"c": c})
+    model = CLARITreeRegressor(max_depth=2, leaf_model="constant", min_category_weight=10,
+                               min_samples_leaf=1).fit(X, y)
+    assert model.merged_categories_[0] == ["r0", "r1"]
+    rules = set(leaf_table(model)["rule"])
+    assert "c in {'<other>'}" in rules and "c in {<other>}" in rules
+    assert "'<other>'" in export_text(model)

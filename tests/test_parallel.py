@@ -107,6 +107,10 @@ def test_verbose_progress_with_threads(data, capsys):
     # The last report, from the main thread, counts every root candidate.
     done, of = total.split()[2].split("/")
     assert done == of and int(of) > 0
+    # One final line, though threads and the loop after them both report it.
+    finals = [part for line in err.split("\n") for part in line.split("\r")
+              if part.startswith(f"root candidates {of}/{of}")]
+    assert len(finals) == 1, err
     assert model.objective_ == CLARITreeRegressor(max_depth=3).fit(X, y).objective_
 
 

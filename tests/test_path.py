@@ -404,6 +404,12 @@ def test_cv_without_refit():
                  lambda: model.feature_importances_):
         with pytest.raises(NotFittedError, match="refit=False"):
             view()
+    # And so do the exports (they said "Call 'fit'").
+    from clarytree import explain, export_sql, export_text, leaf_table, to_dict
+
+    for export in (export_text, leaf_table, to_dict, export_sql, lambda m: explain(m, X)):
+        with pytest.raises(NotFittedError, match="refit=False"):
+            export(model)
 
 
 def test_cv_stops_before_the_tasks_when_only_the_refit_would_fail():
@@ -706,3 +712,40 @@ def test_failed_scoring_is_nan_as_in_grid_search():
         np.testing.assert_array_equal(model.cv_results_[key], search.cv_results_[key])
     assert np.isnan(model.cv_results_["split0_test_score"]).all()
     assert model.best_index_ == search.best_index_
+
+
+def test_cv_search_threads_respect_the_openmp_budget(monkeypatch):
+    # n_jobs=-1 leaves the cores the tasks do not use to their search threads;
+    # under an OpenMP limit (threadpoolctl) there are none to leave, as for a
+    # single tree's n_jobs=-1 (before: the task got n_jobs=2 here).
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from clarytree._builder import openmp_enabled
+
+    from clarytree import _path
+
+    if not openmp_enabled():
+        pytest.skip("built without OpenMP")
+    seen = []
+    task = _path._path_task
+
+    def recording(estimator, *args, **kwargs):
+        seen.append(estimator.n_jobs)
+        return task(estimator, *args, **kwargs)
+
+    monkeypatch.setattr(_path, "_path_task", recording)
+    X, y = _data(n=120)
+    folds = [(np.arange(80), np.arange(80, 120))]
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"), \
+            joblib.parallel_backend("threading"):
+        CLARITreeRegressorCV(max_depth=2, leaf_penalties=[1e-2], ridge_alphas=[1e-3],
+                             cv=folds, n_jobs=-1).fit(X, y)
+    assert seen == [None]
+
+
+def test_cv_takes_a_scalar_sample_weight_as_the_tree_does():
+    X, y = _data(n=120)
+    kw = dict(max_depth=2, leaf_penalties=[1e-2, 1e-3], ridge_alphas=[1e-3], cv=3)
+    scalar = CholeskyTreeRegressorCV(**kw).fit(X, y, sample_weight=2.0)
+    full = CholeskyTreeRegressorCV(**kw).fit(X, y, sample_weight=np.full(len(y), 2.0))
+    np.testing.assert_array_equal(scalar.cv_results_["mean_test_score"],
+                                  full.cv_results_["mean_test_score"])

@@ -375,6 +375,53 @@ def test_root_categorical_split_equals_brute_force_subsets(seed, missing):
     assert model.objective_ == pytest.approx(best, rel=1e-10)
 
 
+@pytest.mark.parametrize("k", [5, 80])
+@pytest.mark.parametrize("seed", range(3))
+def test_categorical_missing_rows_are_tried_on_both_sides_of_every_prefix(seed, k):
+    # Linear leaves: the node's present levels ordered by the mean residual
+    # of its own leaf model, each prefix a candidate with the missing rows
+    # right (up to every present level) and left, as a numeric feature's
+    # missing rows at every threshold.  Missing rows that follow a slope of
+    # their own belong with whichever side fits them, not where their mean
+    # residual ranks them.  k = 80: a set beyond a bit mask.
+    rng = np.random.default_rng(seed)
+    n = 600
+    codes = rng.integers(0, k, size=n)
+    x = rng.normal(size=n)
+    slope = np.where(codes % 2 == 0, 2.0, -2.0)
+    missing = rng.random(n) < 0.2
+    slope[missing] = -2.0
+    y = slope * x + 0.2 * rng.normal(size=n)
+    col = np.array([f"c{i:02d}" for i in range(k)], dtype=object)[codes]
+    col[missing] = None
+    X = pd.DataFrame({"cat": col, "x": x})
+    model = CholeskyTreeRegressor(max_depth=1, leaf_penalty=0.0, ridge_alpha=1e-3,
+                                  min_samples_leaf=1, n_thresholds=4).fit(X, y)
+    Zs = np.column_stack([np.ones(n), (x - x.mean()) / x.std()])
+    ridge = np.array([1e-12, n * 1e-3])
+    beta = np.linalg.solve(Zs.T @ Zs + np.diag(ridge), Zs.T @ y)
+    residual = y - Zs @ beta
+    present = sorted(set(col[~missing]))
+    keys = [residual[col == level].mean() for level in present]
+    order = [present[i] for i in np.argsort(keys, kind="stable")]
+
+    def score(left):
+        return ridge_loss(Zs[left], y[left], ridge) + ridge_loss(Zs[~left], y[~left], ridge)
+
+    candidates = []
+    for r in range(1, len(order) + 1):
+        prefix = np.isin(col, order[:r]) & ~missing
+        candidates.append(score(prefix))
+        if r < len(order):
+            candidates.append(score(prefix | missing))
+    tree = model.tree_
+    assert tree.feature[0] == 0 and tree.is_categorical[0] == 1
+    assert model.objective_ == pytest.approx(min(candidates), rel=1e-9)
+    # The other side for the missing rows is worse.
+    left = model.apply(X) == tree.children_left[0]
+    assert score(left) < score(left ^ missing)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**31 - 1), st.integers(2, 3),
        st.sampled_from(["linear", "constant"]))

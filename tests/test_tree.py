@@ -445,3 +445,24 @@ def test_one_singular_leaf_is_least_squares_not_its_right_hand_side():
     np.testing.assert_allclose(model.predict(X), design @ beta, atol=1e-9)
     loss = np.sum((y - design @ beta) ** 2)
     assert model.tree_.node_objective[0] == pytest.approx(loss, rel=1e-9)
+
+
+def test_a_refit_that_fails_leaves_nothing_fitted():
+    # Before, a refit that failed after the preparation kept the old tree
+    # beside the new columns' encoding (check_is_fitted passed).
+    import pandas as pd
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=300),
+                      "c": rng.choice(["a", "b"], size=300).astype(object)})
+    y = X["x"].to_numpy() + (X["c"] == "a")
+    model = CLARITreeRegressor(max_depth=2).fit(X, y)
+    wide = X.assign(c=[f"l{i}" for i in range(300)])      # 300 levels > 256
+    with pytest.raises(ValueError, match="levels"):
+        model.fit(wide, y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
+    assert not hasattr(model, "_preparation") and not hasattr(model, "categories_")
+    assert model.fit(X, y).predict(X).shape == (300,)

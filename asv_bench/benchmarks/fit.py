@@ -1,7 +1,9 @@
 """Time and peak memory of fitting CholeskyTree (greedy) and CLARITree.
 
 Data: the paper's piecewise-linear design (appendix D.3), generated in
-``setup``; depth 4, lambda = 1e-3, kappa = 1e-3 throughout.
+``setup``; depth 4, lambda = 1e-3, kappa = 1e-3 unless a class says
+otherwise (``FitWide``: depth 2; ``FitThreads``: depth 6; ``FitEveryMidpoint``:
+depth 6, lambda = 0).
 
 - ``FitSize``: greedy or lookahead (one-step, the paper's CLARITree), linear
   or constant leaves, ``n`` in {1e3, 1e4, 1e5} rows, ``k`` in {4, 8, 16}

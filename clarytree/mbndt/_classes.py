@@ -18,6 +18,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._classes import forgets_unfinished_fit
 from .._frames import as_pandas
 from .._preparation import (
     _column_name,
@@ -564,6 +565,7 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
 
     _is_regressor = False
 
+    @forgets_unfinished_fit
     def fit(self, X, y, sample_weight=None):
         """Train the tree on ``(X, y)`` and export it.
 
@@ -655,6 +657,7 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
 
     _is_regressor = True
 
+    @forgets_unfinished_fit
     def fit(self, X, y, sample_weight=None):
         """Train the tree on ``(X, y)`` and export it.
 
