@@ -137,17 +137,25 @@ _MISSING_MARKERS = frozenset({
     "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
 
 
-def _numbers_with_markers(frame, decimal):
-    """Columns read as text because of missing markers among numbers, as numbers."""
+def _numbers_with_markers(frame, decimal, text_columns=()):
+    """Columns read as text because of missing markers among numbers, as numbers.
+
+    A column of markers only is a column of missing values; ``text_columns``
+    (read as text on purpose) stay as they are.
+    """
     import pandas as pd
 
     for name in frame.columns:
         column = frame[name]
-        if not (column.dtype == object or pd.api.types.is_string_dtype(column)):
+        if name in text_columns or not (column.dtype == object
+                                        or pd.api.types.is_string_dtype(column)):
             continue
         present = column[column.notna()]
         marked = present.isin(_MISSING_MARKERS)
-        if not marked.any() or marked.all():
+        if not marked.any():
+            continue
+        if marked.all():
+            frame[name] = np.full(len(column), np.nan)
             continue
         text = present[~marked]
         if decimal == ",":
@@ -197,7 +205,7 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
                                     na_values=[""], **dialect)
             if any("does not match length of data" in str(w.message) for w in caught):
                 _refuse_longer_rows(path, frame.shape[1], dialect)
-            frame = _numbers_with_markers(frame, dialect.get("decimal"))
+            frame = _numbers_with_markers(frame, dialect.get("decimal"), set(text_columns))
             as_written = [name for name in as_written if name in frame.columns]
             if as_written:
                 dialect["dtype"] = str

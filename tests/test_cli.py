@@ -1034,12 +1034,18 @@ def test_rows_with_more_values_than_the_header_are_refused(tmp_path):
 
 def test_missing_markers_are_missing_among_numbers_and_levels_among_text(tmp_path):
     path = tmp_path / "na.csv"
-    path.write_text("grade,x,y\nNone,1.5,0\nLow,NA,1\nNA,2.5,2\n,3.5,3\nHigh,null,4\n")
+    path.write_text("grade,x,y,z\nNone,1.5,0,NA\nLow,NA,1,NA\nNA,2.5,2,\n,3.5,3,NA\n"
+                    "High,null,4,NA\n")
     frame = read(path)
     assert frame["grade"].tolist()[:3] == ["None", "Low", "NA"]
     assert pd.isna(frame["grade"][3])
     assert frame["x"].dtype == np.float64
     np.testing.assert_array_equal(frame["x"], [1.5, np.nan, 2.5, 3.5, np.nan])
+    # Markers only: a column of missing values.
+    assert frame["z"].dtype == np.float64 and frame["z"].isna().all()
+    # A column read as text on purpose (predict: a categorical column whose
+    # levels were text) keeps its markers as levels.
+    assert read(path, text_columns=["z"])["z"].tolist()[:2] == ["NA", "NA"]
 
 
 def test_a_decimal_comma_first_seen_after_fifty_rows_is_read(tmp_path):
