@@ -362,7 +362,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     # direction).
     nodes = prep.resolve_splits(nodes, data)
     estimator.objective_ = float(objective)
-    estimator.tree_ = with_node_statistics(estimator._make_tree(nodes), data, prep)
+    estimator.tree_ = with_node_statistics(_fitted_tree(estimator, nodes, data, prep), data,
+                                           prep)
     return estimator, counters
 
 
@@ -406,10 +407,52 @@ def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_li
         est.objective_ = float(objective * unit)
         nodes["node_objective"] = nodes["node_objective"] * unit
         nodes["coef"] = nodes["coef"] * prep.y_scale_
-        est.tree_ = with_node_statistics(est._make_tree(prep.resolve_splits(nodes, data)),
+        est.tree_ = with_node_statistics(_fitted_tree(est, prep.resolve_splits(nodes, data),
+                                                      data, prep),
                                          data, prep)
         fitted.append(est)
     return fitted, counters
+
+
+def _fitted_tree(estimator, nodes, data, prep):
+    """The Tree of resolved ``nodes``, without the terms of leaf-constant columns.
+
+    A regression feature that takes one value on all of a leaf's training
+    rows (e.g. a two-valued column split on) is collinear with the
+    intercept there.  The intercept's ridge entry is tiny, not zero (it
+    keeps the system definite), so the two would share that value's part,
+    the column getting a coefficient of about intercept * 1e-12 /
+    (n * ridge_alpha) (printed as ``+ 3.5e-08 * doors``); with the unpenalized
+    intercept of the objective it is 0, and so it is set: the intercept
+    takes its part, the training rows' predictions keep their values.
+    """
+    tree = estimator._make_tree(nodes)
+    reg = np.asarray(prep.regression_features_, dtype=np.intp)
+    if reg.size == 0 or tree.node_count < 1:
+        return tree
+    leaves = tree.apply(data.X)
+    weight = data.sample_weight
+    beta = nodes["coef"]
+    changed = False
+    for leaf in np.flatnonzero(np.asarray(nodes["children_left"]) < 0):
+        rows = leaves == leaf
+        if weight is not None:
+            rows &= weight > 0
+        if not rows.any():
+            continue
+        index = np.flatnonzero(rows)
+        for k, f in enumerate(reg):
+            if beta[leaf, 1 + k] == 0.0:
+                continue
+            # One column at a time (no copy of the leaf's block), standardized
+            # as the design: a missing value counts as the mean (0).
+            x = data.X[index, f]
+            z = np.where(np.isnan(x), 0.0, (x - prep.mean_[k]) / prep.std_[k])
+            if np.all(z == z[0]):
+                beta[leaf, 0] += beta[leaf, 1 + k] * z[0]
+                beta[leaf, 1 + k] = 0.0
+                changed = True
+    return estimator._make_tree(nodes) if changed else tree
 
 
 def _warn_if_singular(estimator, counters):

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_impl import ReferenceProblem
 
-from clarytree import CholeskyTreeRegressor, CLARITreeRegressor, leaf_penalty_path
+from clarytree import CholeskyTreeRegressor, CLARITreeRegressor, export_text, leaf_penalty_path
 from clarytree._classes import _fit_tree
 
 
@@ -466,3 +466,29 @@ def test_a_refit_that_fails_leaves_nothing_fitted():
         check_is_fitted(model)
     assert not hasattr(model, "_preparation") and not hasattr(model, "categories_")
     assert model.fit(X, y).predict(X).shape == (300,)
+
+
+def test_a_column_constant_on_a_leaf_gets_no_coefficient():
+    # doors takes one value in each leaf: with the unpenalized intercept of
+    # the objective its coefficient is exactly 0 (the intercept's tiny ridge
+    # entry used to leave 3.5e-08 * doors in the printed equations).
+    rng = np.random.default_rng(0)
+    n = 400
+    doors = rng.choice([2.0, 4.0], size=n)
+    x = rng.normal(size=n) * 10 + 50
+    y = np.where(doors == 4, 3 * x, -2 * x + 100) + rng.normal(size=n)
+    X = np.c_[doors, x]
+    kappa = 1e-3
+    model = CholeskyTreeRegressor(max_depth=1, ridge_alpha=kappa).fit(X, y)
+    assert model.tree_.feature[0] == 0
+    np.testing.assert_array_equal(model.leaf_coefs_[:, 0], 0.0)
+    assert "x[0]" not in export_text(model).split("\n", 2)[1]
+    # Each leaf: ridge on the standardized x with an unpenalized intercept.
+    z = (x - x.mean()) / x.std()
+    leaves = model.apply(X)
+    for leaf in np.unique(leaves):
+        rows = leaves == leaf
+        zc = z[rows] - z[rows].mean()
+        slope = zc @ (y[rows] - y[rows].mean()) / (zc @ zc + n * kappa)
+        fitted = y[rows].mean() + slope * zc
+        np.testing.assert_allclose(model.predict(X[rows]), fitted, rtol=1e-9, atol=1e-9)
