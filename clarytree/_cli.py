@@ -137,11 +137,21 @@ _MISSING_MARKERS = frozenset({
     "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
 
 
-def _numbers_with_markers(frame, decimal, text_columns=()):
-    """Columns read as text because of missing markers among numbers, as numbers.
+# pandas' spellings of bools in a CSV.
+_BOOL_TEXT = {"True": True, "TRUE": True, "true": True,
+              "False": False, "FALSE": False, "false": False}
+_COMMA_NUMBER = re.compile(r"^-?\d*,?\d+$")
 
-    A column of markers only is a column of missing values; ``text_columns``
-    (read as text on purpose) stay as they are.
+
+def _numbers_with_markers(frame, decimal, text_columns=(), semicolons=False):
+    """Columns read as text only because of missing markers, as pandas would type them.
+
+    Numbers (or bools) among markers become numbers (bools) with missing
+    values, a column of markers only a column of missing values.  In a
+    semicolon file read with a decimal point, a column of numbers written
+    with a decimal comma (first seen after the head that chose the decimal
+    mark) becomes numbers.  ``text_columns`` (read as text on purpose) stay
+    as they are.
     """
     import pandas as pd
 
@@ -152,20 +162,28 @@ def _numbers_with_markers(frame, decimal, text_columns=()):
             continue
         present = column[column.notna()]
         marked = present.isin(_MISSING_MARKERS)
-        if not marked.any():
-            continue
-        if marked.all():
-            frame[name] = np.full(len(column), np.nan)
-            continue
         text = present[~marked]
-        if decimal == ",":
+        if marked.all():
+            if marked.any():
+                frame[name] = np.full(len(column), np.nan)
+            continue
+        blank = column.isin(_MISSING_MARKERS) | column.isna()
+        if marked.any() and text.isin(_BOOL_TEXT.keys()).all():
+            frame[name] = pd.Series([None if b else _BOOL_TEXT[v]
+                                     for v, b in zip(column, blank, strict=True)],
+                                    index=column.index, dtype=object)
+            continue
+        comma = (semicolons and decimal is None and text.str.contains(",", regex=False).any()
+                 and text.str.match(_COMMA_NUMBER).all())
+        if not (marked.any() or comma):
+            continue
+        if decimal == "," or comma:
             text = text.str.replace(",", ".", regex=False)
-        numbers = pd.to_numeric(text, errors="coerce")
-        if numbers.notna().all():
-            frame[name] = pd.to_numeric(
-                column.where(~column.isin(_MISSING_MARKERS)).str.replace(
-                    ",", ".", regex=False) if decimal == "," else
-                column.where(~column.isin(_MISSING_MARKERS)), errors="coerce")
+        if pd.to_numeric(text, errors="coerce").notna().all():
+            values = column.where(~blank)
+            if decimal == "," or comma:
+                values = values.str.replace(",", ".", regex=False)
+            frame[name] = pd.to_numeric(values, errors="coerce")
     return frame
 
 
@@ -193,23 +211,26 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
             frame = pd.read_parquet(path)
         else:
             dialect = _csv_dialect(path, encoding)
-            _refuse_duplicate_names(path, pd.read_csv(path, header=None, nrows=1,
-                                                      dtype=str, **dialect))
+            source = _csv_source(path, dialect)
+            _refuse_duplicate_names(path, pd.read_csv(source(), header=None, nrows=1,
+                                                      dtype=str, keep_default_na=False,
+                                                      na_values=[""], **dialect))
             if text_columns:
                 dialect["dtype"] = dict.fromkeys(text_columns, str)
             # index_col=False: a trailing separator on the data rows must not
             # turn the first column into the index and shift every name.
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", pd.errors.ParserWarning)
-                frame = pd.read_csv(path, index_col=False, keep_default_na=False,
+                frame = pd.read_csv(source(), index_col=False, keep_default_na=False,
                                     na_values=[""], **dialect)
             if any("does not match length of data" in str(w.message) for w in caught):
-                _refuse_longer_rows(path, frame.shape[1], dialect)
-            frame = _numbers_with_markers(frame, dialect.get("decimal"), set(text_columns))
+                _refuse_longer_rows(path, source, frame.shape[1], dialect)
+            frame = _numbers_with_markers(frame, dialect.get("decimal"), set(text_columns),
+                                          dialect.get("sep") == ";")
             as_written = [name for name in as_written if name in frame.columns]
             if as_written:
                 dialect["dtype"] = str
-                written = pd.read_csv(path, index_col=False, keep_default_na=False,
+                written = pd.read_csv(source(), index_col=False, keep_default_na=False,
                                       usecols=as_written, **dialect)
                 frame.attrs["as_written"] = written
     except ImportError as exc:
@@ -227,7 +248,8 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
         raise UsageError(f"cannot read {path}: it is not {used} text "
                          f"({getattr(exc, 'reason', exc)}); "
                          f"{hint}") from None
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, pd.errors.ParserError) as exc:
+        # EOFError, BadZipFile (and lzma's, an OSError): a cut-off archive.
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"cannot read {path}: {first}") from None
     if frame.shape[0] == 0:
@@ -236,7 +258,20 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
     return frame
 
 
-def _refuse_longer_rows(path, n_names, dialect):
+def _csv_source(path, dialect):
+    """A function giving a fresh ``read_csv`` source for each read of ``path``.
+
+    A zip archive's one file is opened here and read as a stream (pandas
+    refuses an archive that also lists the file's folder), so ``dialect``
+    loses its ``compression`` then.
+    """
+    if dialect.get("compression") != "zip":
+        return lambda: path
+    del dialect["compression"]
+    return lambda: _open_zip(path, "rb")
+
+
+def _refuse_longer_rows(path, source, n_names, dialect):
     """Rows with more fields than the header: only empty ones are dropped.
 
     A trailing separator on every data row ("1,2,") is common and harmless;
@@ -247,13 +282,14 @@ def _refuse_longer_rows(path, n_names, dialect):
     import pandas as pd
 
     options = {k: v for k, v in dialect.items() if k != "dtype"}
-    rows = pd.read_csv(path, header=None, skiprows=1, dtype=str, keep_default_na=False,
+    rows = pd.read_csv(source(), header=None, skiprows=1, dtype=str, keep_default_na=False,
                        **options)
     extra = rows.iloc[:, n_names:]
     filled = extra.ne("") & extra.notna()
     if filled.to_numpy().any():
-        line = int(np.flatnonzero(filled.to_numpy().any(axis=1))[0]) + 2
-        raise UsageError(f"cannot read {path}: line {line} has more fields than the "
+        # Counted among the data rows: blank lines are not rows.
+        row = int(np.flatnonzero(filled.to_numpy().any(axis=1))[0]) + 1
+        raise UsageError(f"cannot read {path}: data row {row} has more fields than the "
                          f"header's {n_names} column names; name every column in the header")
 
 
@@ -278,7 +314,7 @@ _DELIMITERS = (",", ";", "\t", "|")
 _UNICODE_MARKS = (("utf-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
                   ("utf-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)))
 _COMPRESSION_MARKS = (("gzip", b"\x1f\x8b"), ("bz2", b"BZh"), ("xz", b"\xfd7zXZ\x00"),
-                      ("zip", b"PK\x03\x04"))
+                      ("zip", b"PK\x03\x04"), ("zip", b"PK\x05\x06"))
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 _DECIMAL_POINT = re.compile(r"^-?\d*\.\d+$")
 
@@ -322,7 +358,9 @@ def _csv_dialect(path, encoding=None, size=1 << 16):
                        None)
     opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open, "zip": _open_zip}.get(
         compression, open)
-    options = {} if compression is None else {"compression": compression}
+    # Explicit, None too: pandas would otherwise guess from the name (a text
+    # file named .gz).
+    options = {"compression": compression}
     try:
         with opener(path, "rb") as f:
             head = f.read(4096)
@@ -349,7 +387,9 @@ def _csv_dialect(path, encoding=None, size=1 << 16):
             continue
         if not complete and len(rows) > 1:
             rows = rows[:-1]        # the last one may be cut off
-        fields = {len(r) for r in rows}
+        # A trailing separator on the data rows ("1;2;") adds an empty field.
+        width = len(rows[0]) if rows else 0
+        fields = {len(r) - (len(r) == width + 1 and r[-1] == "") for r in rows}
         if len(fields) == 1 and (n := fields.pop()) > best_fields:
             best, best_fields, best_rows = sep, n, rows
             if sep == ",":
@@ -537,12 +577,16 @@ def _list(items, limit=8):
     return text
 
 
-def _check_writable(path, option):
+def _check_writable(path, option, model_outputs=False):
+    """Refuse an output path before the work: a missing folder, and with
+    ``model_outputs`` (fit, mbndt) a model/JSON/plot name of the wrong kind."""
     if path is None:
         return
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"{option}: folder does not exist: {folder}")
+    if not model_outputs:
+        return
     lower = path.lower()
     # Before the fit, not after it: a model is loaded by its content, but a
     # name that promises the other format is a slip.
@@ -553,8 +597,10 @@ def _check_writable(path, option):
         raise UsageError(f"--json writes the tree as JSON, not a pickle: {path}; save the "
                          "model with --out, or name the JSON file e.g. tree.json")
     if option == "--plot":
-        import matplotlib
-
+        try:
+            import matplotlib
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install matplotlib") from None
         matplotlib.use("Agg")
         from matplotlib.figure import Figure
 
@@ -739,7 +785,7 @@ def _cmd_fit(args):
     from . import CholeskyTreeRegressor, CLARITreeRegressor
 
     for path, option in ((args.out, "--out"), (args.json, "--json"), (args.plot, "--plot")):
-        _check_writable(path, option)
+        _check_writable(path, option, model_outputs=True)
     if args.time_limit is not None and args.lookahead_depth == 0:
         raise UsageError("--time-limit bounds the lookahead search; the greedy tree "
                          "(--lookahead-depth 0) has none")
@@ -840,7 +886,7 @@ def _fit_cv(args, params, X_train, X_test, y_train, y_test, weights=(None, None)
 
 def _cmd_mbndt(args):
     for path, option in ((args.out, "--out"), (args.json, "--json"), (args.plot, "--plot")):
-        _check_writable(path, option)
+        _check_writable(path, option, model_outputs=True)
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -933,7 +979,7 @@ def _load_model(path):
         from ._export import from_dict
 
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8-sig") as fh:     # with or without a BOM
                 model = from_dict(json.load(fh))
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

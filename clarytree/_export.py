@@ -26,6 +26,7 @@ What the exports print, by default:
 
 import copy
 import importlib
+import itertools
 import numbers
 import warnings
 from collections import namedtuple
@@ -33,6 +34,7 @@ from collections.abc import Mapping
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 import numpy as np
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ._explain import clips
@@ -489,6 +491,21 @@ def _level_set(levels):
     return "{" + ", ".join(_level_text(v) for v in levels) + "}"
 
 
+def _labelled_levels(estimator):
+    """``categories_`` with each merged level as a :class:`_MergedLabel`.
+
+    The last level of a column with merged levels stands for them and prints
+    bare (``<other>``), where a real level spelled alike is quoted.
+    """
+    n = int(estimator.n_features_in_)
+    levels = list(getattr(estimator, "categories_", None) or [None] * n)
+    merged = getattr(estimator, "merged_categories_", None) or [None] * n
+    for f, column in enumerate(levels):
+        if column is not None and merged[f]:
+            levels[f] = [*column[:-1], _MergedLabel(column[-1])]
+    return levels
+
+
 class _BinaryView:
     """How the splits of a binary tree read: levels and missing-value directions.
 
@@ -502,14 +519,7 @@ class _BinaryView:
     def __init__(self, estimator):
         tree = estimator.tree_
         self.tree = tree
-        n = int(estimator.n_features_in_)
-        self.categories = list(getattr(estimator, "categories_", None) or [None] * n)
-        merged = getattr(estimator, "merged_categories_", None) or [None] * n
-        for f, levels in enumerate(self.categories):
-            if levels is not None and merged[f]:
-                # The last level stands for the merged ones: bare, where a
-                # real level "<other>" is quoted.
-                self.categories[f] = [*levels[:-1], _MergedLabel(levels[-1])]
+        self.categories = _labelled_levels(estimator)
         self.missing = {int(f) for f in getattr(estimator, "missing_features_", [])}
         self.is_categorical = np.asarray(tree.is_categorical, dtype=bool)
         self.missing_left = np.asarray(tree.missing_go_left, dtype=bool)
@@ -782,7 +792,7 @@ class _BinaryFamily(TreeFamily):
 
     def encode(self, estimator, X):
         # The estimator's own preparation: the matrix ``Tree.apply`` reads.
-        return estimator._validate_X_predict(X), list(estimator.categories_)
+        return estimator._validate_X_predict(X), _labelled_levels(estimator)
 
     def predict_encoded(self, estimator, values):
         return estimator.tree_.predict(values, clip=clips(estimator))
@@ -843,6 +853,8 @@ def _pipeline_parts(estimator, feature_names, caller):
         try:
             feature_names = list(estimator[:-1].get_feature_names_out())
         except (AttributeError, ValueError, TypeError) as exc:
+            if isinstance(exc, NotFittedError):
+                raise       # an unfitted pipeline: say that, not "pass pipe[-1]"
             if getattr(final, "feature_names_in_", None) is not None:
                 # The steps pass a DataFrame on ("passthrough", a
                 # FunctionTransformer) without naming their output: the
@@ -1289,7 +1301,9 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
         Draw the model's own thresholds (see :func:`export_text`).
     fontsize : float, optional
         Text size; by default it shrinks with the number of leaves and until
-        neighbouring boxes no longer overlap.
+        neighbouring boxes no longer overlap, but not below 4 points (then
+        give the figure more width, use ``orientation="left-right"`` or
+        shorter ``feature_names``).
     show_samples : bool, default=True
         Show the number of training rows reaching each node.
     max_terms : int or None, default=None
@@ -1331,8 +1345,6 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
             for child, label in zip(kids, edges[node], strict=True):
                 texts[child] = f"{label}\n{texts[child]}"
             edges[node] = [""] * len(kids)
-    # One term per line keeps wide equations readable inside a node box.
-    texts = [t.replace(" + ", "\n+ ").replace(" - ", "\n- ") for t in texts]
     if orientation not in ("top-down", "left-right"):
         raise ValueError(f"orientation must be 'top-down' or 'left-right', got {orientation!r}")
     across = orientation == "left-right"
@@ -1349,6 +1361,10 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
         return (level, -slot) if across else (slot, -level)
 
     auto_size = fontsize is None
+    if not auto_size and (isinstance(fontsize, bool) or not isinstance(fontsize, numbers.Real)
+                          or not 0 < fontsize < np.inf):
+        raise ValueError(f"fontsize must be a positive number of points or None, got "
+                         f"{fontsize!r}")
     if auto_size:
         fontsize = float(np.clip(16.0 - 1.2 * n_leaves, 6.0, 10.0)) if not across else 10.0
     ax.set_axis_off()
@@ -1378,7 +1394,7 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
                                 "alpha": 0.9})
             artists.append(label)
             inner.append(label)
-    leaf_boxes = []
+    leaf_boxes, placed = [], []
     for node, text in enumerate(texts):
         if show_samples:
             text += f"\nsamples = {int(n_samples[node])}"
@@ -1391,19 +1407,24 @@ def plot_tree(estimator, ax=None, feature_names=None, *, significant_digits=4,
                       bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": "0.3"})
         artists.append(box)
         (leaf_boxes if is_leaf[node] else inner).append(box)
+        placed.append((depth[node], x[node], box))
     _fit_limits(ax, artists)
     if auto_size:
-        _shrink_to_fit(ax, artists, leaf_boxes, inner if across else [], across)
+        _shrink_to_fit(ax, artists, leaf_boxes, inner if across else [], across,
+                       [] if across else placed)
     return ax
 
 
-def _shrink_to_fit(ax, artists, leaf_boxes, level_boxes=(), across=False):
+def _shrink_to_fit(ax, artists, leaf_boxes, level_boxes=(), across=False, placed=()):
     """Scale the font down until neighbouring boxes no longer overlap.
 
     Leaves must fit their slot (its width top-down, its height left-right);
-    left-right, boxes inside the tree must also fit between two levels.
+    left-right, boxes inside the tree must also fit between two levels;
+    top-down, two boxes side by side on one level (``placed``: ``(level,
+    slot, box)`` of every node) must fit the distance between their slots.
+    The font stops shrinking at 4 points.
     """
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = _renderer(ax.figure)
     (x0, y0), (x1, y1) = ax.transData.transform([(0.0, 0.0), (1.0, 1.0)])
     unit_x, unit_y = abs(x1 - x0), abs(y1 - y0)  # one slot or level, in pixels
 
@@ -1420,16 +1441,40 @@ def _shrink_to_fit(ax, artists, leaf_boxes, level_boxes=(), across=False):
             scale = min(scale, 0.9 * unit_x / widest)
     else:
         scale = 0.95 * unit_x / max(e.width for e in extents)
+        by_level = {}
+        for level, slot, box in placed:
+            by_level.setdefault(level, []).append((slot, extent(box).width))
+        for row in by_level.values():
+            row.sort()
+            for (slot_a, width_a), (slot_b, width_b) in itertools.pairwise(row):
+                if width_a + width_b > 0:
+                    scale = min(scale, 0.95 * (slot_b - slot_a) * unit_x
+                                / (0.5 * (width_a + width_b)))
     if scale < 1:
         for artist in artists:
             artist.set_fontsize(max(4.0, artist.get_fontsize() * scale))
 
 
+def _renderer(figure):
+    """A renderer to measure text with, whatever the figure's canvas.
+
+    Agg canvases have their own; the vector backends' (svg, pdf, ps) and a
+    bare ``Figure()``'s have none, so an Agg renderer of the figure's size
+    measures instead (without attaching a canvas to the figure).
+    """
+    canvas = figure.canvas
+    if hasattr(canvas, "get_renderer"):
+        return canvas.get_renderer()
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    return RendererAgg(max(1, int(figure.bbox.width)), max(1, int(figure.bbox.height)),
+                       figure.dpi)
+
+
 def _fit_limits(ax, artists):
     """Widen the axes' limits until every text box lies inside them."""
-    figure = ax.figure
     for _ in range(3):  # the data/point ratio changes with the limits: iterate
-        renderer = figure.canvas.get_renderer()
+        renderer = _renderer(ax.figure)
         boxes = [a.get_window_extent(renderer=renderer) for a in artists]
         inverse = ax.transData.inverted()
         lo = inverse.transform((min(b.x0 for b in boxes), min(b.y0 for b in boxes)))
@@ -1816,6 +1861,12 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
             or grid_resolution < 2:
         raise ValueError(f"grid_resolution must be an int >= 2, got {grid_resolution!r}")
     target_name = str(getattr(y, "name", None) or "y")
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None:
+        # A classifier's model is P(last class): its rows as 1 or 0 beside it.
+        target_name = f"P(class {classes[-1]})"
+        if y is not None:
+            y = (np.asarray(y, dtype=object).ravel() == classes[-1]).astype(np.float64)
     if y is not None:
         y = np.asarray(y, dtype=np.float64).ravel()
         if y.shape[0] != n_rows:
@@ -1830,8 +1881,8 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
         else:
             raise ValueError("the model has more than two features: pass features= "
                              "(one or two columns) to choose the slice to draw")
-    elif isinstance(features, (str, numbers.Integral)):
-        features = [features]
+    elif isinstance(features, (str, numbers.Integral)) or not hasattr(features, "__iter__"):
+        features = [features]       # one column; a bad one is named below
     features = [_resolve_feature(f, names) for f in features]
     if not 1 <= len(features) <= 2 or len(set(features)) != len(features):
         raise ValueError("features must name one or two distinct columns")
@@ -1955,7 +2006,7 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
             xs = np.linspace(extents[0][0], extents[0][1], grid_resolution)
             ax.plot(xs, model_values(xs[:, None]), linewidth=2.0, label="model", zorder=3)
         ax.set_xlabel(axes_names[0])
-        ax.set_ylabel("prediction" if y is None else target_name)
+        ax.set_ylabel(target_name if classes is not None or y is not None else "prediction")
         ax.legend(loc="best", fontsize="small")
         return ax
 
@@ -1969,9 +2020,9 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
         vmin, vmax = min(vmin, y[shown].min()), max(vmax, y[shown].max())
     mesh = ax.pcolormesh(_cell_edges(centres[0]), _cell_edges(centres[1]), surface,
                          shading="flat", cmap="viridis", vmin=vmin, vmax=vmax, zorder=1)
-    classes = getattr(estimator, "classes_", None)
     label = "prediction" if classes is None else f"P(class {classes[-1]})"
-    plt.colorbar(mesh, ax=ax, label=label)
+    # The axes' own figure (pyplot's current one may be another, or none).
+    ax.figure.colorbar(mesh, ax=ax, label=label)
     if y is not None:
         ax.scatter(coords[0], coords[1], c=y[shown], cmap="viridis", vmin=vmin, vmax=vmax,
                    s=12, edgecolors="k", linewidths=0.3, zorder=3)

@@ -822,7 +822,8 @@ def plot_cv_path(estimator, ax=None):
                   f"{leaves[best]:.3g} leaves")
     if np.all(lam > 0):
         ax.set_xscale("log")
-    ax.invert_xaxis()
+    if not ax.xaxis_inverted():     # drawn again on the same axes: keep it so
+        ax.invert_xaxis()
     ax.set_xlabel("leaf_penalty (lambda); labels: mean leaves at the chosen ridge_alpha")
     ax.set_ylabel(label)
     ax.legend(fontsize=7)

@@ -1025,7 +1025,7 @@ def test_rows_with_more_values_than_the_header_are_refused(tmp_path):
 
     path = tmp_path / "longer.csv"
     path.write_text("y,a,b\n1,2,3,\n2,3,4,9\n")
-    with pytest.raises(UsageError, match="line 3 has more fields than the header's 3"):
+    with pytest.raises(UsageError, match="data row 2 has more fields than the header's 3"):
         read(path)
     path.write_text("y,a,b\n1,2,3\n2,3,4,9\n")
     with pytest.raises(UsageError, match="Expected 3 fields in line 3, saw 4"):
@@ -1101,11 +1101,11 @@ def test_model_files_are_loaded_by_content(data_csv, tmp_path):
     swapped.write_bytes(tree.read_bytes())
     assert _load_model(str(swapped)).get_n_leaves() == _load_model(str(model)).get_n_leaves()
     with pytest.raises(UsageError, match="--out writes a joblib pickle, not JSON"):
-        _check_writable(str(tmp_path / "m.json"), "--out")
+        _check_writable(str(tmp_path / "m.json"), "--out", model_outputs=True)
     with pytest.raises(UsageError, match="--json writes the tree as JSON"):
-        _check_writable(str(tmp_path / "t.joblib"), "--json")
+        _check_writable(str(tmp_path / "t.joblib"), "--json", model_outputs=True)
     with pytest.raises(UsageError, match=r"--plot: .*tree.pgn needs an image extension"):
-        _check_writable(str(tmp_path / "tree.pgn"), "--plot")
+        _check_writable(str(tmp_path / "tree.pgn"), "--plot", model_outputs=True)
 
 
 def test_held_out_rows_of_weight_zero_say_so():
@@ -1114,3 +1114,91 @@ def test_held_out_rows_of_weight_zero_say_so():
     y = np.array([1.0, 2.0, 3.0])
     assert _r2_text(y, y, np.zeros(3)) == "n/a (no row with positive weight)"
     assert _r2_text(y, y, np.ones(3)) == "1.0000"
+
+
+def test_bools_among_missing_markers_stay_bools(tmp_path):
+    path = tmp_path / "b.csv"
+    path.write_text("x,b\n0.5,True\n0.5,False\n0.5,NA\n")
+    assert read(path)["b"].tolist() == [True, False, None]
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_a_trailing_separator_with_any_separator(tmp_path, sep):
+    path = tmp_path / "t.csv"
+    path.write_text(sep.join("xgy") + "\n" + "".join(
+        f"{i}{sep}{'ab'[i % 2]}{sep}{2 * i}{sep}\n" for i in range(20)))
+    frame = read(path)
+    assert list(frame.columns) == ["x", "g", "y"]
+    np.testing.assert_array_equal(frame["y"], 2 * np.arange(20))
+
+
+def test_plain_text_named_as_an_archive_and_cut_off_archives(tmp_path):
+    import gzip
+    import zipfile
+
+    from clarytree._cli import UsageError
+
+    text = "x,y\n1,2\n3,4\n"
+    for name in ("plain.csv.gz", "plain.csv.zip", "plain.csv.xz"):
+        (tmp_path / name).write_text(text)
+        np.testing.assert_array_equal(read(tmp_path / name).to_numpy(), [[1, 2], [3, 4]])
+    rows = "".join(f"{v},{v * 7 % 1000}\n" for v in np.random.default_rng(0).integers(
+        0, 10**9, size=2000))
+    (tmp_path / "cut.gz").write_bytes(gzip.compress(("x,y\n" + rows).encode())[:3000])
+    with pytest.raises(UsageError, match="cannot read"):
+        read(tmp_path / "cut.gz")
+    # A folder entry beside the file (zip -r), and an empty archive.
+    with zipfile.ZipFile(tmp_path / "folder.zip", "w") as archive:
+        archive.writestr("data/", "")
+        archive.writestr("data/train.csv", text)
+    np.testing.assert_array_equal(read(tmp_path / "folder.zip").to_numpy(), [[1, 2], [3, 4]])
+    zipfile.ZipFile(tmp_path / "empty.zip", "w").close()
+    with pytest.raises(UsageError, match="must hold exactly one file, it holds 0"):
+        read(tmp_path / "empty.zip")
+
+
+def test_a_decimal_comma_first_seen_beyond_the_head(tmp_path):
+    # The head (64 KB) chose no decimal comma: a column of such numbers is
+    # still numbers, not levels '0', '0,5', ...
+    rows = [f"{i % 97};{3 * (i % 97)};{'ab'[i % 2]}" for i in range(9000)]
+    rows += [f"{i % 97},5;{3 * (i % 97) + 1.5:.1f};a".replace(".", ",") for i in range(100)]
+    path = tmp_path / "late.csv"
+    path.write_text("x;y;g\n" + "\n".join(rows) + "\n")
+    assert path.stat().st_size > 1 << 16
+    frame = read(path)
+    assert frame["x"].dtype == np.float64 and frame["x"].iloc[-1] == 2.5
+    assert frame["y"].dtype == np.float64
+    assert frame["g"].tolist()[:2] == ["a", "b"]
+
+
+def test_header_names_that_are_markers_are_names(tmp_path):
+    from clarytree._cli import UsageError
+
+    path = tmp_path / "dup.csv"
+    path.write_text("NA,NA,y\n1,2,3\n")
+    with pytest.raises(UsageError, match="more than one column the name 'NA'"):
+        read(path)
+
+
+def test_longer_rows_are_counted_as_data_rows(tmp_path):
+    from clarytree._cli import UsageError
+
+    path = tmp_path / "blank.csv"
+    path.write_text("x,y\n\n1,2,\n\n3,4,5\n")
+    with pytest.raises(UsageError, match="data row 2 has more fields"):
+        read(path)
+
+
+def test_json_model_with_a_byte_order_mark_and_outputs_named_json(data_csv, tmp_path):
+    import codecs
+
+    from clarytree._cli import _check_writable, _load_model
+
+    tree = tmp_path / "tree.json"
+    result = run("fit", data_csv, "--target", "target", "--max-depth", 1, "-q", "--json", tree)
+    assert result.returncode == 0, result.stderr
+    marked = tmp_path / "bom.json"
+    marked.write_bytes(codecs.BOM_UTF8 + tree.read_bytes())
+    assert _load_model(str(marked)).get_n_leaves() == 2
+    # predict and export write predictions and code: any name.
+    _check_writable(str(tmp_path / "predictions.json"), "--out")

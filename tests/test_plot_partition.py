@@ -304,3 +304,100 @@ def test_mbndt_on_a_table_with_text_columns(table):
     plot_partition(model, X, y, features=["x", "color"], ax=ax)
     assert _tick_labels(ax, "y") == ["blue", "green", "red"]
     plt.close(fig)
+
+
+# -- figures made without pyplot, and other plotting edges ---------------------
+
+
+def _small_model(names=("income - tax", "b")):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 2)), columns=list(names))
+    y = np.where(X.iloc[:, 0] > 0, 2.0, -1.0) + X.iloc[:, 1] + 0.1 * rng.normal(size=300)
+    return CLARITreeRegressor(max_depth=2).fit(X, y), X, y
+
+
+def test_plot_tree_on_a_figure_without_an_agg_canvas():
+    # A bare Figure (as on servers) or the svg/pdf backends have no
+    # canvas.get_renderer(): plot_tree measured its boxes with it.
+    from matplotlib.figure import Figure
+
+    from clarytree import plot_tree
+
+    model, X, y = _small_model()
+    before = plt.get_fignums()
+    fig = Figure()
+    ax = plot_tree(model, ax=fig.subplots())
+    texts = [t.get_text() for t in ax.texts]
+    # A name with " - " stays on one line (the equations' terms already are).
+    assert any("income - tax <=" in t for t in texts)
+    assert not any(t.startswith("- tax") or "\n- tax" in t for t in texts)
+    plot_partition(model, X, y, features=[0, 1], ax=fig.subplots(1, 2)[1])
+    assert plt.get_fignums() == before      # no pyplot figure opened on the side
+
+
+def test_plot_tree_font_argument_and_pipeline_errors():
+    from sklearn.exceptions import NotFittedError
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from clarytree import plot_tree
+
+    model, X, y = _small_model()
+    with pytest.raises(ValueError, match="fontsize must be a positive number"):
+        plot_tree(model, fontsize="small")
+    with pytest.raises(NotFittedError):
+        plot_tree(make_pipeline(StandardScaler(), CLARITreeRegressor()))
+    with pytest.raises(TypeError, match="features must be column indices or names, got 1.0"):
+        plot_partition(model, X, y, features=1.0)
+    plt.close("all")
+
+
+def test_plot_tree_shrinks_side_by_side_nodes_until_they_fit():
+    from clarytree import plot_tree
+
+    rng = np.random.default_rng(1)
+    names = [f"a_long_feature_name_{j}" for j in range(3)]
+    X = pd.DataFrame(rng.normal(size=(400, 3)), columns=names)
+    y = np.sign(X.iloc[:, 0]) + np.sign(X.iloc[:, 1]) + 0.1 * rng.normal(size=400)
+    model = CLARITreeRegressor(max_depth=2, leaf_model="constant").fit(X, y)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    plot_tree(model, ax=ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t for t in ax.texts if t.get_bbox_patch() is not None
+             and t.get_bbox_patch().get_facecolor()[:3] != (1.0, 1.0, 1.0)]
+    extents = [t.get_bbox_patch().get_window_extent(renderer) for t in boxes]
+    if min(t.get_fontsize() for t in boxes) > 4.0:      # not at the floor
+        for i, a in enumerate(extents):
+            for b in extents[i + 1:]:
+                assert not a.overlaps(b) or a.y1 <= b.y0 or b.y1 <= a.y0
+    plt.close(fig)
+
+
+def test_classifier_partition_plots_its_rows_as_the_probability():
+    pytest.importorskip("torch")
+    from clarytree.mbndt import MBNDTClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=300)})
+    labels = np.where(X["x"] > 0, "dog", "cat")
+    model = MBNDTClassifier(max_depth=1, max_epochs=5, n_restarts=1,
+                            random_state=0).fit(X, labels)
+    ax = plot_partition(model, X, labels)
+    assert ax.get_ylabel() == "P(class dog)"
+    offsets = ax.collections[0].get_offsets()
+    assert set(np.unique(offsets[:, 1])) <= {0.0, 1.0}
+    plt.close("all")
+
+
+def test_cv_path_drawn_twice_stays_inverted():
+    from clarytree import CholeskyTreeRegressorCV, plot_cv_path
+
+    model, X, y = _small_model()
+    cv = CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=[1e-1, 1e-2, 1e-3],
+                                 ridge_alphas=[1e-3], cv=3).fit(X, y)
+    fig, ax = plt.subplots()
+    plot_cv_path(cv, ax=ax)
+    plot_cv_path(cv, ax=ax)
+    assert ax.xaxis_inverted()
+    plt.close(fig)
