@@ -432,15 +432,15 @@ def _fitted_tree(estimator, nodes, data, prep):
         return tree
     leaves = tree.apply(data.X)
     weight = data.sample_weight
+    rows = np.arange(leaves.shape[0]) if weight is None else np.flatnonzero(weight > 0)
+    # The rows of every leaf at once (one sort, not one pass per leaf).
+    rows = rows[np.argsort(leaves[rows], kind="stable")]
+    ids, starts = np.unique(leaves[rows], return_index=True)
     beta = nodes["coef"]
     changed = False
-    for leaf in np.flatnonzero(np.asarray(nodes["children_left"]) < 0):
-        rows = leaves == leaf
-        if weight is not None:
-            rows &= weight > 0
-        if not rows.any():
+    for leaf, index in zip(ids, np.split(rows, starts[1:]), strict=True):
+        if not index.size:
             continue
-        index = np.flatnonzero(rows)
         for k, f in enumerate(reg):
             if beta[leaf, 1 + k] == 0.0:
                 continue

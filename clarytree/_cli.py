@@ -168,12 +168,15 @@ def _numbers_with_markers(frame, decimal, text_columns=(), semicolons=False):
                 frame[name] = np.full(len(column), np.nan)
             continue
         blank = column.isin(_MISSING_MARKERS) | column.isna()
-        if marked.any() and text.isin(_BOOL_TEXT.keys()).all():
+        if marked.any() and pd.api.types.infer_dtype(text, skipna=True) == "string" \
+                and text.isin(_BOOL_TEXT.keys()).all():
             frame[name] = pd.Series([None if b else _BOOL_TEXT[v]
                                      for v, b in zip(column, blank, strict=True)],
                                     index=column.index, dtype=object)
             continue
-        comma = (semicolons and decimal is None and text.str.contains(",", regex=False).any()
+        texts = pd.api.types.infer_dtype(text, skipna=True) == "string"
+        comma = (semicolons and decimal is None and texts
+                 and text.str.contains(",", regex=False).any()
                  and text.str.match(_COMMA_NUMBER).all())
         if not (marked.any() or comma):
             continue
@@ -221,8 +224,11 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
             # turn the first column into the index and shift every name.
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", pd.errors.ParserWarning)
+                # low_memory=False: one type per column, not one per chunk of
+                # 262,144 rows (a marker or text first seen in a later chunk
+                # would mix floats and strings in one column).
                 frame = pd.read_csv(source(), index_col=False, keep_default_na=False,
-                                    na_values=[""], **dialect)
+                                    na_values=[""], low_memory=False, **dialect)
             if any("does not match length of data" in str(w.message) for w in caught):
                 _refuse_longer_rows(path, source, frame.shape[1], dialect)
             frame = _numbers_with_markers(frame, dialect.get("decimal"), set(text_columns),
@@ -231,7 +237,7 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
             if as_written:
                 dialect["dtype"] = str
                 written = pd.read_csv(source(), index_col=False, keep_default_na=False,
-                                      usecols=as_written, **dialect)
+                                      usecols=as_written, low_memory=False, **dialect)
                 frame.attrs["as_written"] = written
     except ImportError as exc:
         if parquet:
@@ -315,6 +321,9 @@ _UNICODE_MARKS = (("utf-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
                   ("utf-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)))
 _COMPRESSION_MARKS = (("gzip", b"\x1f\x8b"), ("bz2", b"BZh"), ("xz", b"\xfd7zXZ\x00"),
                       ("zip", b"PK\x03\x04"), ("zip", b"PK\x05\x06"))
+# Names pandas opens itself (tar archives of one table, zstd).
+_PANDAS_ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz",
+                    ".zst", ".tar.zst")
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
 _DECIMAL_POINT = re.compile(r"^-?\d*\.\d+$")
 
@@ -350,6 +359,10 @@ def _csv_dialect(path, encoding=None, size=1 << 16):
     import gzip
     import lzma
 
+    if path.lower().endswith(_PANDAS_ARCHIVES):
+        # A tar archive (its stream is not the table) or zstd: pandas' own
+        # reading, by the name.
+        return {} if encoding is None else {"encoding": encoding}
     # The compression from the file's first bytes, not its name: pandas
     # infers it from the extension only (a gzip file named data.csv).
     with open(path, "rb") as f:
@@ -1181,8 +1194,8 @@ def _add_encoding(p):
                         "UTF-8)")
 
 
-_DATA_HELP = ("CSV (optionally .gz, .bz2, .xz; separated by commas, semicolons, tabs or "
-              "|, detected) or Parquet file")
+_DATA_HELP = ("CSV (optionally gzip, bz2, xz or zip compressed; separated by commas, "
+              "semicolons, tabs or |, detected) or Parquet file")
 
 
 def build_parser():
@@ -1216,7 +1229,8 @@ def build_parser():
     fit = sub.add_parser("fit", help="fit a CLARITree on a CSV/Parquet file",
                          description="Fit a piecewise-linear tree on DATA (CSV or Parquet), "
                                      "print it and its metrics. Text and bool columns are "
-                                     "categorical, empty cells are missing values.")
+                                     "categorical, empty cells (and NA, null, ... among "
+                                     "numbers) are missing values.")
     fit.add_argument("data", metavar="DATA", help=_DATA_HELP)
     fit.add_argument("--target", required=True, metavar="COLUMN", help="target column")
     fit.add_argument("--max-depth", type=_non_negative_int, default=4,

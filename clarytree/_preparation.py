@@ -62,7 +62,8 @@ OTHER = "<other>"
 # for the missing rows (see the splitter's MISSING_LEFT).  A categorical
 # feature is one LEVEL_SET column: its bins are the level codes plus, if it
 # has missing values, a last bin for them, and the splitter searches subsets
-# of them (prefixes of each node's order).
+# of them (prefixes of each node's order of its present levels, the missing
+# bin tried on both sides of each: the splitter's level_missing).
 PLAIN, MISSING_BIN, LEVEL_SET = 0, 1, 2
 # A LEVEL_SET column with at most this many bins (levels + the missing bin)
 # reports a split's set as a bit mask in its ``bin``; a wider one as the

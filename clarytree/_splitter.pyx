@@ -605,6 +605,14 @@ cdef class Splitter:
         one more; a split sending them left has ``MISSING_LEFT`` in its
         ``bin``.  A swept feature with missing rows at a node is evaluated
         by the bulk route there (both sides come from packed sums).
+    level_missing : ndarray of shape (n_features,), uint8, optional
+        1 for a categorical feature whose last bin holds its missing rows.
+        The node's level order is that of its present levels; at a node
+        with missing rows every prefix is a candidate with them on the right
+        and on the left (``2K - 1`` candidates for ``K`` levels); a wide
+        feature's split sending them left has ``MISSING_LEFT`` in its
+        ``bin``, a narrow one's has the missing bin in its mask.  0
+        everywhere (the default) orders a missing bin as one more level.
     bounded_scan : bool, default=True
         Whether ``best_split`` may skip the thresholds of a histogram
         feature that provably cannot win the tie rule (ridge leaves with at
@@ -677,7 +685,8 @@ cdef class Splitter:
             if self.missing[f]:
                 if self.categorical[f]:
                     raise ValueError(f"feature {f} is both categorical and has a missing "
-                                     "bin: a level-set feature bins missing rows as a level")
+                                     "bin: a level-set feature's missing rows are its last "
+                                     "bin (level_missing)")
                 if n_bins[f] < 2 or n_bins[f] >= MISSING_LEFT_BIT:
                     raise ValueError(f"feature {f} with a missing bin needs 2 to "
                                      f"{MISSING_LEFT_BIT - 1} bins, has {n_bins[f]}")

@@ -1202,3 +1202,31 @@ def test_json_model_with_a_byte_order_mark_and_outputs_named_json(data_csv, tmp_
     assert _load_model(str(marked)).get_n_leaves() == 2
     # predict and export write predictions and code: any name.
     _check_writable(str(tmp_path / "predictions.json"), "--out")
+
+
+def test_one_type_per_column_beyond_the_first_chunk(tmp_path):
+    # pandas types a large file chunk by chunk (262,144 rows): a marker or a
+    # decimal comma first seen after the first chunk mixed floats and text.
+    n = 270_000
+    path = tmp_path / "big.csv"
+    lines = ["x;b;y"] + [f"{i % 50};{'True' if i % 2 else 'False'};{i % 7}"
+                         for i in range(n)]
+    lines[-3] = "NA;NA;1"
+    lines[-2] = "12,5;True;2"
+    path.write_text("\n".join(lines) + "\n")
+    frame = read(path)
+    assert frame["x"].dtype == np.float64 and frame["x"].iloc[-2] == 12.5
+    assert set(map(repr, frame["b"].unique())) == {"True", "False", "None"}
+
+
+def test_semicolons_bools_with_empty_cells_and_tar_archives(tmp_path):
+    import tarfile
+
+    path = tmp_path / "flags.csv"
+    path.write_text("x;flag;y\n1.5;True;1\n2.5;;2\n3.5;False;3\n")
+    assert read(path)["flag"].tolist()[::2] == [True, False]
+    plain = tmp_path / "t.csv"
+    plain.write_text("x,y\n1,2\n3,4\n")
+    with tarfile.open(tmp_path / "t.csv.tar.gz", "w:gz") as archive:
+        archive.add(plain, arcname="t.csv")
+    np.testing.assert_array_equal(read(tmp_path / "t.csv.tar.gz").to_numpy(), [[1, 2], [3, 4]])
