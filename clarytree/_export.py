@@ -767,7 +767,12 @@ class _BinaryFamily(TreeFamily):
         # Files written before categorical and missing-value support: numeric.
         state = data.get("preparation") or {"is_categorical": [False] * n_features,
                                             "categories": [None] * n_features}
+        if not isinstance(state, Mapping):
+            raise ValueError("preparation must be a mapping (as to_dict writes it)")
         prep = Preparation.from_predict_state(state)
+        if prep.n_features_in_ != n_features:
+            raise ValueError(f"preparation.is_categorical has {prep.n_features_in_} entries "
+                             f"for {n_features} input columns")
         estimator._preparation = prep
         estimator.is_categorical_ = prep.is_categorical_
         estimator.categories_ = prep.categories_
@@ -787,6 +792,18 @@ class _BinaryFamily(TreeFamily):
             raise ValueError("regression_features must be distinct indices of the input "
                              f"columns (0 to {n_features - 1})")
         estimator.regression_features_ = reg.astype(np.intp)
+        # What the tree predicts with: finite, and terms only for regression
+        # features (a coefficient on a categorical column would multiply its
+        # internal level code).
+        for name in ("intercept", "coef", "fill_value"):
+            values = np.asarray(getattr(tree, name), dtype=np.float64)
+            if not np.all(np.isfinite(values)):
+                raise ValueError(f"tree.{name} must be finite numbers (null, NaN or "
+                                 "Infinity found)")
+        others = np.setdiff1d(np.arange(n_features), reg)
+        if others.size and np.any(np.asarray(tree.coef)[:, others] != 0):
+            raise ValueError("tree.coef must be 0 outside regression_features (a "
+                             "categorical or split-only column has no term)")
         if "min_samples_leaf" in data:
             estimator.min_samples_leaf_ = _leaf_size(data["min_samples_leaf"])
 
@@ -1157,16 +1174,26 @@ def from_dict(data):
     cls, family = entry
     try:
         estimator = cls(**data["params"])
-        n_features = int(data["n_features_in"])
+        n_features = data["n_features_in"]
+        if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) \
+                or n_features < 1:
+            raise ValueError(f"n_features_in must be a positive integer, got {n_features!r}")
+        n_features = int(n_features)
         estimator.n_features_in_ = n_features
         if data.get("feature_names_in") is not None:
             names = np.asarray(data["feature_names_in"], dtype=object)
             if names.shape != (n_features,):
                 raise ValueError("feature_names_in does not match n_features_in")
+            if len(set(names.tolist())) != n_features:
+                raise ValueError("feature_names_in must name each column once")
             estimator.feature_names_in_ = names
         family.restore(estimator, data)
     except KeyError as exc:
         raise ValueError(f"incomplete tree description: missing {exc}") from None
+    except (IndexError, AttributeError, OverflowError, StopIteration, TypeError) as exc:
+        # A field of the wrong shape or kind that the checks above do not name.
+        raise ValueError(f"inconsistent tree description ({type(exc).__name__}: "
+                         f"{exc or 'no detail'}); was it edited by hand?") from None
     return estimator
 
 

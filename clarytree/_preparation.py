@@ -1721,16 +1721,36 @@ class Preparation:
         """Rebuild a preparation that can ``transform`` from :meth:`predict_state`."""
         prep = cls(**params)
         prep.is_categorical_ = np.asarray(state["is_categorical"], dtype=bool)
+        if prep.is_categorical_.ndim != 1:
+            raise ValueError("preparation.is_categorical must be a list of bools")
         n = prep.is_categorical_.shape[0]
         prep.n_features_in_ = n
         prep.categories_ = [None] * n
         prep.merged_categories_ = [None] * n
         prep._lookup = [None] * n
         merged_all = state.get("merged_categories") or [None] * n
-        for j, levels in enumerate(state["categories"]):
+        categories = state["categories"]
+        for field, values in (("categories", categories), ("merged_categories", merged_all)):
+            if not isinstance(values, (list, tuple)) or len(values) != n:
+                raise ValueError(f"preparation.{field} must be a list of {n} entries "
+                                 "(one per column)")
+        for j, levels in enumerate(categories):
+            if (levels is None) != (not prep.is_categorical_[j]):
+                raise ValueError(f"preparation.categories[{j}] must be a list of levels "
+                                 "exactly when the column is categorical")
             if levels is None:
                 continue
             merged = list(merged_all[j] or [])
+            if not isinstance(levels, (list, tuple)):
+                raise ValueError(f"preparation.categories[{j}] must be a list of levels")
+            try:
+                distinct = len(set(levels) | set(merged)) == len(levels) + len(merged)
+            except TypeError:
+                raise ValueError(f"preparation.categories[{j}] holds a level that is not "
+                                 "a number, text or bool") from None
+            if not distinct:
+                raise ValueError(f"preparation.categories[{j}] and merged_categories[{j}] "
+                                 "must list each level once")
             prep.categories_[j] = np.array(list(levels) + ([OTHER] if merged else []),
                                            dtype=object)
             prep.merged_categories_[j] = merged

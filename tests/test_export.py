@@ -646,3 +646,80 @@ def test_a_real_level_spelled_like_the_merged_label_is_quoted():
     rules = set(leaf_table(model)["rule"])
     assert "c in {'<other>'}" in rules and "c in {<other>}" in rules
     assert "'<other>'" in export_text(model)
+
+
+def test_from_dict_refuses_hand_edits_that_would_predict_garbage():
+    # Each edit used to load and then predict NaN, shifted values or
+    # probabilities summing to 2.7, or fail later with a bare IndexError.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=300),
+                      "c": rng.choice(list("abcdefg"), size=300).astype(object)})
+    X.loc[:20, "x"] = np.nan
+    y = X["x"].fillna(0).to_numpy() + (X["c"] == "a")
+    model = CLARITreeRegressor(max_depth=2, min_category_weight=50).fit(X, y)
+    good = json.loads(json.dumps(to_dict(model)))
+    leaf = int(np.flatnonzero(np.asarray(good["tree"]["children_left"]) < 0)[0])
+
+    def edit(change):
+        data = json.loads(json.dumps(good))
+        change(data)
+        return data
+
+    cases = [
+        (lambda d: d["tree"]["intercept"].__setitem__(leaf, None), "tree.intercept must be finite"),
+        (lambda d: d["tree"]["coef"][leaf].__setitem__(1, 2.0), "0 outside regression_features"),
+        (lambda d: d["tree"]["fill_value"].__setitem__(0, None), "tree.fill_value must be finite"),
+        (lambda d: d["preparation"]["is_categorical"].pop(), "must be a list of 1 entries"),
+        (lambda d: d["preparation"]["categories"].__setitem__(1, None),
+         r"categories\[1\] must be a list of levels exactly when"),
+        (lambda d: d["preparation"]["categories"][1].append("a"), "list each level once"),
+        (lambda d: d.__setitem__("n_features_in", 2.5), "n_features_in must be a positive"),
+        (lambda d: d.__setitem__("feature_names_in", ["x", "x"]), "name each column once"),
+        (lambda d: d["tree"]["categories_left"][0].__setitem__(0, 2**64),
+         "inconsistent tree description"),
+    ]
+    for change, message in cases:
+        with pytest.raises(ValueError, match=message):
+            from_dict(edit(change))
+    assert np.array_equal(from_dict(good).predict(X), model.predict(X))
+
+
+def test_from_dict_refuses_inconsistent_mbndt_leaves_and_tables():
+    pytest.importorskip("torch")
+    import pandas as pd
+
+    from clarytree.mbndt import MBNDTClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=300), "c": rng.choice(list("abc"), size=300)})
+    labels = np.where(X["x"] > 0, "p", np.where(X["c"] == "a", "q", "r"))
+    model = MBNDTClassifier(max_depth=2, n_restarts=1, max_epochs=20,
+                            random_state=0).fit(X, labels)
+    good = json.loads(json.dumps(to_dict(model)))
+    nodes = good["tree"]["nodes"]
+    leaf = next(i for i, nd in enumerate(nodes) if nd["feature"] < 0)
+    table = next((i for i, nd in enumerate(nodes) if nd.get("cat_values")), None)
+
+    def edit(change):
+        data = json.loads(json.dumps(good))
+        change(data)
+        return data
+
+    cases = [
+        (lambda d: d["tree"]["nodes"][leaf].__setitem__("value", [0.9]), "values and 3 logits"),
+        (lambda d: d.pop("classes"), "classes must list the 3 distinct classes"),
+        (lambda d: d["tree"]["nodes"][leaf].__setitem__("value", [0.9, 0.9, 0.9]),
+         "probabilities summing to 1"),
+        (lambda d: d.__setitem__("column_kinds", ["numeric", "cat"]), "'num' or 'cat'"),
+        (lambda d: d["tree"].__setitem__("impute_values", None), "impute_values must map"),
+    ]
+    if table is not None:
+        cases.append((lambda d: d["tree"]["nodes"][table]["cat_child"].pop(),
+                      "one cat_child entry per cat_values level"))
+    for change, message in cases:
+        with pytest.raises(ValueError, match=message):
+            from_dict(edit(change))
+    restored = from_dict(good)
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))

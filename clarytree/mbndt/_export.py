@@ -271,13 +271,31 @@ class MultiwayFamily(TreeFamily):
 
     def restore(self, estimator, data):
         spec = data["tree"]
+        if not isinstance(spec.get("impute_values"), dict):
+            raise ValueError("tree.impute_values must map numeric columns to numbers")
         impute = {int(k): float(v) for k, v in spec["impute_values"].items()}
         tree = MultiwayTree(spec["nodes"], data["column_kinds"], impute, int(spec["n_features"]))
+        if tree.n_features != estimator.n_features_in_:
+            raise ValueError(f"tree.n_features ({tree.n_features}) must equal n_features_in "
+                             f"({estimator.n_features_in_})")
         estimator.tree_ = tree
         estimator._column_kinds = list(data["column_kinds"])
         estimator.n_leaves_ = tree.n_leaves
-        if "classes" in data:
-            estimator.classes_ = np.asarray(data["classes"])
+        if hasattr(estimator, "predict_proba"):
+            # A classifier's leaves hold one probability per class.
+            classes = data.get("classes")
+            if not isinstance(classes, list) or len(classes) != tree.value.shape[1] \
+                    or len(set(map(repr, classes))) != len(classes):
+                raise ValueError(f"classes must list the {tree.value.shape[1]} distinct "
+                                 "classes of the leaves' probabilities")
+            leaves = tree.value[tree.feature < 0]
+            if np.any(leaves < 0) or not np.allclose(leaves.sum(axis=1), 1.0):
+                raise ValueError("a classifier's leaf values must be probabilities "
+                                 "summing to 1")
+            estimator.classes_ = np.asarray(classes)
+        elif tree.value.shape[1] != 1:
+            raise ValueError(f"a regressor's leaves hold one value each, not "
+                             f"{tree.value.shape[1]}")
 
 
     def contributions(self, estimator, X, names):

@@ -82,12 +82,21 @@ class MultiwayTree:
                                       "origin", np.intp)
         self.default_child = _int_array([nd.get("default", undefined) for nd in nodes],
                                         "default", np.intp)
-        n_out = len(next(nd["value"] for nd in nodes if nd["feature"] < 0))
-        n_logit = len(next(nd["logit"] for nd in nodes if nd["feature"] < 0))
+        leaves = [nd for nd in nodes if nd["feature"] < 0]
+        if not leaves:
+            raise ValueError("a tree needs at least one leaf")
+        n_out = len(leaves[0]["value"])
+        n_logit = len(leaves[0]["logit"])
         self.value = np.zeros((n, n_out))
         self.leaf_logit = np.full((n, n_logit), np.nan)
         for i, nd in enumerate(nodes):
             if nd["feature"] < 0:
+                # Every leaf holds as many values (and logits) as the first:
+                # no broadcasting of a short list.
+                if len(nd["value"]) != n_out or len(nd["logit"]) != n_logit:
+                    raise ValueError(f"leaf {i} has {len(nd['value'])} values and "
+                                     f"{len(nd['logit'])} logits, the first leaf {n_out} "
+                                     f"and {n_logit}")
                 self.value[i] = nd["value"]
                 self.leaf_logit[i] = nd["logit"]
         children = [nd.get("children", []) for nd in nodes]
@@ -100,7 +109,15 @@ class MultiwayTree:
                                   for gs in gaps], np.float64)
         _, self.cut_upper = _csr([[np.nan if g[1] is None else g[1] for g in gs]
                                   for gs in gaps], np.float64)
-        self.cat_ptr, self.cat_values = _csr([nd.get("cat_values", []) for nd in nodes], object)
+        for i, nd in enumerate(nodes):
+            if len(nd.get("cat_values", [])) != len(nd.get("cat_child", [])):
+                raise ValueError(f"node {i} needs one cat_child entry per cat_values level")
+            if nd.get("cut_gaps") and len(nd["cut_gaps"]) != len(nd.get("cuts", [])):
+                raise ValueError(f"node {i} needs one cut_gaps pair per cut point")
+        # Levels as to_dict writes them, text: a number would match no level.
+        self.cat_ptr, self.cat_values = _csr(
+            [[v if v is None or isinstance(v, str) else str(v) for v in nd.get("cat_values", [])]
+             for nd in nodes], object)
         _, self.cat_child = _csr([nd.get("cat_child", []) for nd in nodes], np.intp)
         self._validate()
 
@@ -109,6 +126,10 @@ class MultiwayTree:
         n = self.node_count
         if len(self.column_kinds) != self.n_features:
             raise ValueError(f"column_kinds must have {self.n_features} entries")
+        if any(kind not in ("num", "cat") for kind in self.column_kinds):
+            raise ValueError("column_kinds entries must be 'num' or 'cat'")
+        if not all(np.isfinite(v) for v in self.impute_values.values()):
+            raise ValueError("impute_values must be finite numbers")
         parents = np.zeros(n, dtype=np.intp)
         for node in range(n):
             kids = self.children[self.children_ptr[node]:self.children_ptr[node + 1]]
@@ -124,7 +145,7 @@ class MultiwayTree:
             if kids.size < 2 or np.any(kids <= node) or np.any(kids >= n):
                 raise ValueError(f"node {node} needs at least two children, all later "
                                  "nodes of the tree")
-            parents[kids] += 1
+            np.add.at(parents, kids, 1)     # a repeated child counts twice
             if np.any(self.depth[kids] != self.depth[node] + 1):
                 raise ValueError(f"the children of node {node} must be one level deeper")
             if self.is_categorical[node] != (self.column_kinds[f] == "cat"):
