@@ -168,25 +168,24 @@ def _numbers_with_markers(frame, decimal, text_columns=(), semicolons=False):
                 frame[name] = np.full(len(column), np.nan)
             continue
         blank = column.isin(_MISSING_MARKERS) | column.isna()
-        if marked.any() and pd.api.types.infer_dtype(text, skipna=True) == "string" \
-                and text.isin(_BOOL_TEXT.keys()).all():
+        texts = pd.api.types.infer_dtype(text, skipna=True) == "string"
+        if marked.any() and texts and text.isin(_BOOL_TEXT.keys()).all():
             frame[name] = pd.Series([None if b else _BOOL_TEXT[v]
                                      for v, b in zip(column, blank, strict=True)],
                                     index=column.index, dtype=object)
             continue
-        texts = pd.api.types.infer_dtype(text, skipna=True) == "string"
         comma = (semicolons and decimal is None and texts
                  and text.str.contains(",", regex=False).any()
                  and text.str.match(_COMMA_NUMBER).all())
         if not (marked.any() or comma):
             continue
+        values = column.where(~blank)
         if decimal == "," or comma:
-            text = text.str.replace(",", ".", regex=False)
-        if pd.to_numeric(text, errors="coerce").notna().all():
-            values = column.where(~blank)
-            if decimal == "," or comma:
-                values = values.str.replace(",", ".", regex=False)
-            frame[name] = pd.to_numeric(values, errors="coerce")
+            values = values.str.replace(",", ".", regex=False)
+        numbers = pd.to_numeric(values, errors="coerce")
+        # Every present value that is no marker must be a number.
+        if numbers[~blank].notna().all():
+            frame[name] = numbers
     return frame
 
 

@@ -29,16 +29,19 @@ cdef int JITTER_TRIES = 10
 
 
 cdef int factor_jittered(const double* acc, const double* minus, const double* ridge,
-                         double* R, double* rhs, Py_ssize_t p) noexcept nogil:
-    """Factor the ridge system of ``acc - minus`` with a raised diagonal.
+                         double* R, double* rhs, Py_ssize_t p, bint plain_first) noexcept nogil:
+    """Factor the ridge system of ``acc - minus``, raising its diagonal if needed.
 
     ``minus`` may be NULL.  Fills ``R`` (p*p, upper triangle) and the
-    right-hand side ``rhs`` (p); returns 0, or 1 when even the largest
-    raise (about 1e-3 of the diagonal) fails (non-finite sums).
+    right-hand side ``rhs`` (p).  With ``plain_first`` the system is tried
+    as it is first.  Returns 0 when it factorized as it is, 1 when only with
+    a raised diagonal, 2 when not even with the largest raise (about 1e-3 of
+    the diagonal: non-finite sums).
     """
     cdef Py_ssize_t i, col, k, q = p + 1, _attempt
-    cdef double s = JITTER_START * q * DBL_EPSILON, value
-    for _attempt in range(JITTER_TRIES):
+    cdef double first = JITTER_START * q * DBL_EPSILON
+    cdef double s = 0.0 if plain_first else first, value
+    for _attempt in range(JITTER_TRIES + (1 if plain_first else 0)):
         k = 0
         for i in range(p):
             for col in range(i, p + 1):
@@ -49,12 +52,15 @@ cdef int factor_jittered(const double* acc, const double* minus, const double* r
                     R[i * p + col] = value
                 else:
                     rhs[i] = value
-            R[i * p + i] += ridge[i] + s * fabs(R[i * p + i])
+            if s == 0.0:
+                R[i * p + i] += ridge[i]
+            else:
+                R[i * p + i] += ridge[i] + s * fabs(R[i * p + i])
             k += q - i
         if chol_factor(R, p) == 0:
-            return 0
-        s *= JITTER_GROWTH
-    return 1
+            return 0 if s == 0.0 else 1
+        s = first if s == 0.0 else s * JITTER_GROWTH
+    return 2
 
 
 cdef class Criterion:
@@ -145,7 +151,7 @@ cdef double _jittered_loss(const double* acc, CriterionWork* w) noexcept nogil:
     # The ridge loss of a system that did not factorize, with the raised
     # diagonal of ``factor_jittered``; infinite only when even that fails.
     cdef Py_ssize_t n = packed_size(w.q)
-    if factor_jittered(acc, NULL, w.ridge, w.R, w.v, w.p) != 0:
+    if factor_jittered(acc, NULL, w.ridge, w.R, w.v, w.p, False) == 2:
         return INFINITY
     solve_rt(w.R, w.v, w.p)
     return acc[n - 1] - sum_squares(w.v, w.p)
@@ -191,7 +197,7 @@ cdef class RidgeCriterion(Criterion):
             return
         # The leaf's loss was that of the raised ridge (see ``loss``): so are
         # its coefficients.
-        if factor_jittered(acc, NULL, w.ridge, w.R, beta, w.p) == 0:
+        if factor_jittered(acc, NULL, w.ridge, w.R, beta, w.p, False) != 2:
             solve_rt(w.R, beta, w.p)
             solve_r(w.R, beta, w.p)
             return
@@ -258,25 +264,19 @@ cdef class RidgeCriterion(Criterion):
 
 
 cdef void _refactor_right(CriterionWork* w) noexcept nogil:
-    # right = total - left, rebuilt from the packed sums.
-    cdef Py_ssize_t i, col, k = 0, p = w.p, q = w.q
-    cdef double* R = w.right_R
-    for i in range(p):
-        for col in range(i, p):
-            R[i * p + col] = w.total[k + col - i] - w.left_acc[k + col - i]
-        R[i * p + i] += w.ridge[i]
-        w.right_z[i] = w.total[k + p - i] - w.left_acc[k + p - i]
-        k += q - i
-    w.right_yy = w.total[k] - w.left_acc[k]
-    if chol_factor(R, p) != 0:
-        # A ridge too small for collinear columns: that of ``loss``'s
-        # fallback, counted (the fit warns); an infinite loss only when
-        # even that fails.
+    # right = total - left, rebuilt from the packed sums.  A ridge too small
+    # for collinear columns gets ``loss``'s fallback, counted (the fit
+    # warns); an infinite loss only when even that fails.
+    cdef Py_ssize_t last = w.n_stats - 1
+    cdef int status = factor_jittered(w.total, w.left_acc, w.ridge, w.right_R, w.right_z,
+                                      w.p, True)
+    w.right_yy = w.total[last] - w.left_acc[last]
+    if status != 0:
         w.n_singular += 1
-        if factor_jittered(w.total, w.left_acc, w.ridge, R, w.right_z, p) != 0:
+        if status == 2:
             w.right_yy = INFINITY
             return
-    solve_rt(R, w.right_z, p)
+    solve_rt(w.right_R, w.right_z, w.p)
 
 
 cdef void sweep_move_left(CriterionWork* w, Py_ssize_t row) noexcept nogil:

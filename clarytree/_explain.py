@@ -275,8 +275,7 @@ def binary_contributions(estimator, X, names):
                           sorted(view.missing))
     odd = np.isnan(Xv[:, unseen]).any(axis=1) if unseen.size else np.zeros(len(leaves), bool)
     if odd.any():
-        shown = _BinaryView(estimator)
-        shown.missing = set(range(int(estimator.n_features_in_)))
+        shown = _BinaryView(estimator, every_missing_side=True)
         per_row = np.array([rules[int(leaf)] for leaf in leaves], dtype=object)
         full = {}
         for i in np.flatnonzero(odd):

@@ -516,11 +516,15 @@ class _BinaryView:
     missing values and levels unseen in training take adds ``or missing``.
     """
 
-    def __init__(self, estimator):
+    def __init__(self, estimator, every_missing_side=False):
         tree = estimator.tree_
         self.tree = tree
         self.categories = _labelled_levels(estimator)
-        self.missing = {int(f) for f in getattr(estimator, "missing_features_", [])}
+        # Features whose splits say where missing values go: those that had
+        # some in training, or every feature (a row missing a value that
+        # training never missed, see explain).
+        self.missing = (set(range(int(estimator.n_features_in_))) if every_missing_side
+                        else {int(f) for f in getattr(estimator, "missing_features_", [])})
         self.is_categorical = np.asarray(tree.is_categorical, dtype=bool)
         self.missing_left = np.asarray(tree.missing_go_left, dtype=bool)
         # Levels of each categorical feature that the tests above a node let

@@ -397,6 +397,9 @@ cdef class Splitter:
                                         const double* total, const double* hist,
                                         const unsigned long long* keys,
                                         Candidate* out, Py_ssize_t count) noexcept nogil
+    cdef int _offer_prefix(self, SplitterWork* w, const double* total, Py_ssize_t f,
+                           Py_ssize_t bin, const double* left, Py_ssize_t* n_thr,
+                           SplitRecord* best, double* best_left) noexcept nogil
     cdef bint _level_prefixes(self, SplitterWork* w, const double* total, Py_ssize_t f,
                               const double* hist, Py_ssize_t n_prefixes, bint missing_left,
                               Py_ssize_t cset, double* left, SplitRecord* best,

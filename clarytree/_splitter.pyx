@@ -2365,10 +2365,10 @@ cdef class Splitter:
         # prefixes of the node's level order (``w.level_perm``), each joined
         # to what ``left``/``cset`` hold (nothing, or the missing bin when
         # ``missing_left``).  Nested, so the bounded scan applies.
-        cdef Py_ssize_t r, b, s, n_left, n_thr = 0, n_stats = self.n_stats
+        cdef Py_ssize_t r, b, s, n_thr = 0, n_stats = self.n_stats
         cdef Py_ssize_t off = self.hist_offset[f]
         cdef const double* h
-        cdef double msl = self.min_samples_leaf, weight = total[0]
+        cdef int offered
         cdef bint found = False
         for r in range(n_prefixes):
             b = w.level_perm[r]
@@ -2379,19 +2379,32 @@ cdef class Splitter:
                 cset = r | (MISSING_LEFT_BIT if missing_left else 0)
             else:
                 cset |= (<Py_ssize_t>1) << b
-            n_left = <Py_ssize_t>left[0]
-            if not enough_weight(left[0], msl):
-                continue
-            if not enough_weight(weight - left[0], msl):
+            offered = self._offer_prefix(w, total, f, cset, left, &n_thr, best, best_left)
+            if offered < 0:
                 break
-            if self.bounded_scan:
-                self._keep_threshold(w, n_thr, cset, n_left, left)
-                n_thr += 1
-            elif self._consider(w, total, left, f, cset, n_left, best, best_left):
-                found = True
+            found = found or offered == 1
         if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left, False):
             found = True
         return found
+
+    cdef inline int _offer_prefix(self, SplitterWork* w, const double* total, Py_ssize_t f,
+                                  Py_ssize_t bin, const double* left, Py_ssize_t* n_thr,
+                                  SplitRecord* best, double* best_left) noexcept nogil:
+        # One candidate of a histogram scan whose left children grow
+        # (``left``: its packed sums): kept for the bounded scan, or scored.
+        # -1 when the right child is already too light (the scan ends),
+        # 1 when it improved ``best``, else 0.
+        cdef double msl = self.min_samples_leaf
+        cdef Py_ssize_t n_left = <Py_ssize_t>left[0]
+        if not enough_weight(left[0], msl):
+            return 0
+        if not enough_weight(total[0] - left[0], msl):
+            return -1
+        if self.bounded_scan:
+            self._keep_threshold(w, n_thr[0], bin, n_left, left)
+            n_thr[0] += 1
+            return 0
+        return 1 if self._consider(w, total, left, f, bin, n_left, best, best_left) else 0
 
     cdef bint best_split(self, SplitterWork* w, Py_ssize_t start, Py_ssize_t end,
                          const double* total, const double* hist,
@@ -2417,6 +2430,7 @@ cdef class Splitter:
         cdef bint incremental, found = False
         cdef int* perm = w.level_perm
         cdef Py_ssize_t count, r, cset, n_thr, ahead, mb, side
+        cdef int offered
         best.score = INFINITY
         # min_samples_leaf counts training weight (rows when unweighted).
         if not enough_weight(weight, 2.0 * msl):
@@ -2466,16 +2480,11 @@ cdef class Splitter:
                         continue
                     for s in range(n_stats):
                         left[s] += h[s]
-                    n_left = <Py_ssize_t>left[0]
-                    if not enough_weight(left[0], msl):
-                        continue
-                    if not enough_weight(weight - left[0], msl):
+                    offered = self._offer_prefix(w, total, f, b, left, &n_thr, best,
+                                                 best_left)
+                    if offered < 0:
                         break
-                    if self.bounded_scan:
-                        self._keep_threshold(w, n_thr, b, n_left, left)
-                        n_thr += 1
-                    elif self._consider(w, total, left, f, b, n_left, best, best_left):
-                        found = True
+                    found = found or offered == 1
                 if n_thr > 0 and self._scan_bounded(w, total, f, n_thr, best, best_left,
                                                     False):
                     found = True
