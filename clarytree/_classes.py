@@ -288,7 +288,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
 
     if estimator.max_depth >= 1:
         _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
-                              data.sample_weight, prep.split_missing(), data.n_zero_weight)
+                              data.sample_weight, prep.split_missing(), data.n_zero_weight,
+                              level_sets=prep.split_categorical())
 
     stats_threads = _stats_threads(getattr(estimator, "n_jobs", None))
 
@@ -513,15 +514,41 @@ def _resolve_min_samples_leaf(estimator, n_regression, sample_weight, n_rows):
     return max(need, float(sample_weight.min()))
 
 
+def _some_subset_admissible(weights, msl, total):
+    """Whether some set of the groups ``weights`` weighs in ``[msl, total - msl]``.
+
+    A level-set column sends any set of its levels (its missing rows being
+    one more group) to the left: every set is a prefix of some order of the
+    levels.  Answers True where it cannot rule a split out (real weights).
+    """
+    weights = weights[weights > 0]
+    if np.any((weights >= msl) & (weights <= total - msl)):
+        return True
+    if weights.shape[0] < 2 or np.any(weights > total - msl):
+        # one group heavier than total - msl: every set with it is too heavy,
+        # every set without it too light
+        return False
+    if not np.all(weights == np.floor(weights)):
+        return True
+    # integer weights, every group lighter than msl: the reachable sums as
+    # the bits of one integer
+    reachable = 1
+    for w in weights.astype(np.int64):
+        reachable |= reachable << int(w)
+    low, high = math.ceil(msl), math.floor(total - msl)
+    return low <= high and (reachable >> low) & ((1 << (high - low + 1)) - 1) != 0
+
+
 def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None,
-                          missing=None, n_zero_weight=0):
+                          missing=None, n_zero_weight=0, level_sets=None):
     """Warn, naming cause and remedy, when no root split is admissible.
 
     A split is admissible when both children keep ``msl`` rows; the root's
     candidates are the pool thresholds, so the count of rows at or below each
     threshold decides it (for a column with a missing bin, ``missing[f]``,
-    also with the missing rows added to the left).  ``bins`` holds the rows
-    of positive weight only (``n_zero_weight`` were dropped).
+    also with the missing rows added to the left).  A level-set column
+    (``level_sets[f]``) may send any set of its bins left.  ``bins`` holds
+    the rows of positive weight only (``n_zero_weight`` were dropped).
     """
     # min_samples_leaf counts training weight (rows when unweighted).
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
@@ -531,6 +558,10 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
     if n >= 2 * msl:
         for f in present:
             counts = np.bincount(bins[:, f], weights=sample_weight, minlength=n_bins[f])
+            if level_sets is not None and level_sets[f]:
+                if _some_subset_admissible(counts, msl, n):
+                    return
+                continue
             left = np.cumsum(counts)[:-1]
             if missing is not None and missing[f]:
                 left = np.r_[left, left[:-1] + counts[-1]]

@@ -100,12 +100,16 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
         weights = np.bincount(inverse.ravel(), weights=sample_weight,
                               minlength=values.shape[0])
         return np.unique(repeated_quantile(values, weights, levels))
-    lo, hi = values[0], values[-1]
+    # Near the float64 maximum, max - min and the sums of two edges
+    # overflow: the pool is computed at a power-of-two sixteenth (exact) and
+    # scaled back.
+    shrink = 16.0 if max(abs(values[0]), abs(values[-1])) > 2.0 ** 1019 else 1.0
+    lo, hi = values[0] / shrink, values[-1] / shrink
     step = (hi - lo) / n_thresholds
     edges = lo + step * np.arange(n_thresholds + 1)
     # Centre of each bin as the mean of its two edges (the reference's
     # arithmetic, so pools agree to the last bit).
-    return np.unique((edges[:-1] + edges[1:]) / 2.0)
+    return np.unique((edges[:-1] + edges[1:]) / 2.0) * shrink
 
 
 def bin_features(X, thresholds):

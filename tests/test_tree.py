@@ -394,6 +394,60 @@ def test_warns_when_no_split_is_admissible():
             np.r_[np.ones((3, 2)), X[3:, :2]], y, sample_weight=np.r_[np.ones(3), np.zeros(997)])
 
 
+def test_no_unsplittable_warning_when_a_level_set_is_admissible():
+    """A categorical column splits by any set of its levels, not by prefixes
+    of their codes: levels a, b, c of 2, 20 and 2 rows admit {b} | {a, c}
+    at min_samples_leaf = 4, though no prefix of a < b < c does."""
+    pd = pytest.importorskip("pandas")
+    from clarytree._classes import UnsplittableWarning, _some_subset_admissible
+
+    y = np.r_[[10.0] * 2, [0.0] * 20, [10.0] * 2]
+    for last in ("c", None):            # the missing rows are one more group
+        X = pd.DataFrame({"c": pd.Series(["a"] * 2 + ["b"] * 20 + [last] * 2,
+                                         dtype="category")})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UnsplittableWarning)
+            model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant",
+                                          min_samples_leaf=4).fit(X, y)
+        assert model.get_n_leaves() == 2
+        assert sorted(model.tree_.n_node_samples[1:]) == [4, 20]
+    # A level heavier than every admissible side still warns.
+    X = pd.DataFrame({"c": pd.Series(["a"] * 2 + ["b"] * 21 + ["c"] * 1, dtype="category")})
+    with pytest.warns(UnsplittableWarning, match="min_samples_leaf = 4 of the 24 rows"):
+        model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant",
+                                      min_samples_leaf=4).fit(X, y)
+    assert model.get_n_leaves() == 1
+    # Against every subset: integer group sizes, all below min_samples_leaf.
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        groups = rng.integers(0, 6, size=rng.integers(1, 6)).astype(float)
+        total, msl = groups.sum(), float(rng.integers(1, 9))
+        sums = [groups[[i for i in range(groups.size) if mask >> i & 1]].sum()
+                for mask in range(1, 2 ** groups.size - 1)]
+        expected = any(msl <= s <= total - msl for s in sums)
+        assert _some_subset_admissible(groups, msl, total) == expected, (groups, msl)
+
+
+def test_uniform_pool_near_the_float64_maximum():
+    """max - min overflows there: the pool is the scaled pool of the scaled data."""
+    from clarytree._thresholds import threshold_pool
+
+    x = np.random.default_rng(0).uniform(-1, 1, size=300)
+    for scale in (2.0 ** 1023, 1.5e308, -1.7e308):
+        pool = threshold_pool(x * scale, 7, "uniform")
+        assert np.all(np.isfinite(pool)) and pool.shape == (7,)
+        np.testing.assert_allclose(pool, np.sort(threshold_pool(x, 7, "uniform") * scale),
+                                   rtol=0, atol=1e-14 * abs(scale))
+    # Ordinary magnitudes keep the bitwise pool.
+    lo, hi = x.min(), x.max()
+    edges = lo + (hi - lo) / 7 * np.arange(8)
+    np.testing.assert_array_equal(threshold_pool(x, 7, "uniform"), (edges[:-1] + edges[1:]) / 2)
+    y = np.where(x > 0.3, 5.0, 0.0)
+    model = CholeskyTreeRegressor(max_depth=1, n_thresholds=7,
+                                  threshold_strategy="uniform").fit(x[:, None] * 1.5e308, y)
+    assert model.get_n_leaves() == 2
+
+
 @pytest.mark.parametrize("lookahead", [0, 2])
 def test_leaf_fits_that_do_not_factorize_are_solved_and_reported(lookahead):
     # A duplicated regression column and ridge_alpha far below float64's
