@@ -199,6 +199,30 @@ def test_exported_tree_equals_torch_hard_routing_on_training_rows(mixed_data, ra
     assert tree.n_leaves == est.n_leaves_ >= 2
 
 
+def test_exported_cuts_follow_the_network_between_tied_training_values():
+    """rank_gauss: the median imputed for missing cells is a tie, a flat of
+    the quantile transform's inverse, so mapping the score boundary back gives
+    the tied value itself; the cut is the network's, not the gap's midpoint.
+    Fresh values anywhere between the training values route as torch does."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=300)
+    miss = rng.random(300) < 0.15
+    y = ((x > 0.3) | miss).astype(int) ^ (rng.random(300) < 0.05)
+    X = np.where(miss, np.nan, x)[:, None]
+    est = MBNDTClassifier(max_depth=1, n_branches=3, n_restarts=1, max_epochs=100,
+                          patience=20, rank_gauss=True, random_state=2).fit(X, y)
+    tree = est.tree_
+    grid = np.unique(np.r_[np.linspace(-3, 3, 2001), np.sort(x),
+                           np.nextafter(np.sort(x), -np.inf)])[:, None]
+    net = torch_hard_leaves(est.model_state_, est.preprocessor_.transform(grid), 1, 3,
+                            est.temperature)
+    surviving = np.unique(tree.leaf_origin[tree.leaf_origin >= 0])
+    assert surviving.size >= 2
+    np.testing.assert_array_equal(tree.leaf_origin[est.apply(grid)],
+                                  _redirect_table(set(surviving), 3)[net])
+    assert np.all(np.diff(tree.cuts) > 0)
+
+
 def test_export_uses_raw_units_and_categories(mixed_data):
     X, y = mixed_data
     est = MBNDTClassifier(**FAST, random_state=1).fit(X, y)

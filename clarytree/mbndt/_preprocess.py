@@ -350,6 +350,17 @@ def numeric_impute_values(ct):
     return {}
 
 
+def numeric_forward(ct, pos, values):
+    """Map raw (present) values of numeric block column ``pos`` to transformed units."""
+    for name, trans, cols in ct.transformers_:
+        if name == "num":
+            scale = trans.named_steps["scale"]
+            arr = np.zeros((len(values), len(cols)))
+            arr[:, pos] = values
+            return scale.transform(arr)[:, pos]
+    raise KeyError("no numeric block")
+
+
 def numeric_inverse(ct, pos, values):
     """Map transformed values of numeric block column ``pos`` back to raw units."""
     for name, trans, cols in ct.transformers_:

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from .._tree import TREE_UNDEFINED
-from ._preprocess import numeric_inverse, onehot_levels, target_encoding_table
+from ._preprocess import numeric_forward, numeric_inverse, onehot_levels, target_encoding_table
 
 
 def _redirect_table(used, n_branches):
@@ -134,7 +134,8 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
         if kind == "num":
             node["cuts"], node["cut_gaps"] = _numeric_cuts(
                 route, j, u, xt[rows, f], br, raw_numeric(rows, c),
-                lambda v, p=info: numeric_inverse(ct, p, v))
+                lambda v, p=info: numeric_inverse(ct, p, v),
+                lambda v, p=info: numeric_forward(ct, p, v))
         else:
             node["categorical"] = True
             if kind == "onehot":
@@ -171,12 +172,28 @@ def build_tree(state, branches, xt, raw, fmap, ct, column_kinds, impute_values, 
     return MultiwayTree(nodes, column_kinds, impute_values, n_features)
 
 
-def _numeric_cuts(route, j, used, z, br, x_raw, inverse):
+def _float_key(x):
+    """An integer that orders float64 values as they compare (-0.0 as 0.0)."""
+    bits = int(np.float64(x).view(np.int64))
+    return bits if bits >= 0 else -(bits & 0x7FFFFFFFFFFFFFFF)
+
+
+def _key_float(key):
+    """The float64 of ``_float_key`` value ``key``."""
+    if key >= 0:
+        return float(np.int64(key).view(np.float64))
+    return float(np.uint64(-key | 1 << 63).view(np.float64))
+
+
+def _numeric_cuts(route, j, used, z, br, x_raw, inverse, forward=None):
     """Raw-unit cut points between consecutive surviving branches of node ``j``.
 
     Also returns, per cut, the largest raw training value routed below it and
     the smallest routed above (missing values as imputed): exports print a
-    short decimal from that gap.
+    short decimal from that gap.  With ``forward`` (raw to score units), a
+    cut that the scaler's inverse does not place exactly (a tied training
+    value is a flat of a quantile transform's inverse) is found by bisection
+    of the raw floats between the two sides' training values.
     """
     cuts, gaps = [], []
     for k in range(len(used) - 1):
@@ -201,6 +218,33 @@ def _numeric_cuts(route, j, used, z, br, x_raw, inverse):
             cut = lo if cut < lo else 0.5 * (lo + hi)
             if not (lo <= cut < hi):
                 cut = lo
+        if forward is not None:
+            cut = _exact_raw_cut(route, j, used[k], forward, cut, lo, hi)
         cuts.append(cut)
         gaps.append([lo, hi])
     return cuts, gaps
+
+
+def _exact_raw_cut(route, j, low_branch, forward, cut, lo, hi):
+    """The largest raw value in ``[lo, hi)`` routed at most to ``low_branch``.
+
+    ``cut`` is kept when it is that value: the network routes it low and the
+    next float high.  Otherwise the raw floats between ``lo`` (routed low)
+    and ``hi`` (routed high) are bisected, at most 64 halvings of their
+    ordered bit patterns.
+    """
+    def is_low(x):
+        return route(j, forward(np.array([x], dtype=np.float64)))[0] <= low_branch
+
+    if is_low(cut) and not is_low(np.nextafter(cut, np.inf)):
+        return cut
+    if not (is_low(lo) and not is_low(hi)):
+        return cut          # the training rows themselves do not separate here
+    a, b = _float_key(lo), _float_key(hi)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if is_low(_key_float(mid)):
+            a = mid
+        else:
+            b = mid
+    return _key_float(a)
