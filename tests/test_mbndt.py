@@ -223,6 +223,34 @@ def test_exported_cuts_follow_the_network_between_tied_training_values():
     assert np.all(np.diff(tree.cuts) > 0)
 
 
+def test_a_class_seen_once_trains_and_the_rest_is_still_held_out():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(401, 2))
+    y = np.r_[(X[:400, 0] > 0).astype(int), 2]
+    est = MBNDTClassifier(max_depth=1, n_restarts=1, max_epochs=3, patience=2,
+                          random_state=0).fit(X, y)
+    assert est.train_info_["n_validation_rows"] == 80
+    assert est.train_info_["n_train_rows"] == 321
+    np.testing.assert_array_equal(est.classes_, [0, 1, 2])
+    # Classes of one row each and nothing else to stratify: no hold-out.
+    est.fit(X[:3], [0, 1, 2])
+    assert est.train_info_["n_validation_rows"] == 0
+    assert est.train_info_["n_train_rows"] == 3
+
+
+def test_missing_cells_are_not_counted_as_a_one_hot_level():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    c = rng.choice(["a", "b", "c"], 200).astype(object)
+    c[::10] = None
+    X = pd.DataFrame({"c": c, "x": rng.normal(size=200)})
+    y = (rng.random(200) < 0.5).astype(int)
+    kw = dict(max_depth=1, n_restarts=1, max_epochs=2, patience=1, random_state=0)
+    for levels, encoding in ((3, "onehot"), (2, "target")):
+        est = MBNDTClassifier(**kw, max_onehot_levels=levels).fit(X, y)
+        assert [t[0] for t in est.preprocessor_.transformers_] == ["num", encoding]
+
+
 def test_export_uses_raw_units_and_categories(mixed_data):
     X, y = mixed_data
     est = MBNDTClassifier(**FAST, random_state=1).fit(X, y)

@@ -331,7 +331,9 @@ class _BaseMBNDT(BaseEstimator):
                                 leaf_value, len(kinds))
         self.preprocessor_ = ct
         self.model_state_ = state
-        self.train_info_ = {**info, "device": cfg.device}
+        held_out = not np.array_equal(tr_idx, va_idx)
+        self.train_info_ = {**info, "device": cfg.device, "n_train_rows": int(tr_idx.size),
+                            "n_validation_rows": int(va_idx.size) if held_out else 0}
         self.n_leaves_ = self.tree_.n_leaves
         self.n_nominal_leaves_ = n_int_leaves
         return self
@@ -341,17 +343,23 @@ class _BaseMBNDT(BaseEstimator):
         idx = np.arange(n)
         n_val = int(round(self.validation_fraction * n))
         stratify = None if task == "regression" else y_task
+        alone = np.empty(0, dtype=idx.dtype)
         if stratify is not None:
+            # A class of one row cannot be stratified: it trains, and the
+            # other classes are split as usual.
             counts = np.bincount(stratify)
-            counts = counts[counts > 0]
-            too_small = counts.min() < 2 or n_val < counts.size or n - n_val < counts.size
+            single = counts[stratify] == 1
+            alone, idx, stratify = idx[single], idx[~single], stratify[~single]
+            counts = counts[counts > 1]
+            too_small = (counts.size == 0 or n_val < counts.size
+                         or idx.shape[0] - n_val < counts.size)
         else:
             too_small = n_val < 2 or n - n_val < 2
         if self.validation_fraction == 0 or too_small:
             # Tiny data: early-stop on the training rows themselves.
-            return idx, idx
+            return np.arange(n), np.arange(n)
         tr, va = train_test_split(idx, test_size=n_val, random_state=seed, stratify=stratify)
-        return np.sort(tr), np.sort(va)
+        return np.sort(np.r_[tr, alone]), np.sort(va)
 
     # ------------------------------------------------------------- inference
     def apply(self, X):
@@ -456,15 +464,17 @@ _COMMON_PARAMS_DOC = """
         Minibatch size; "auto" is a power of two near n/4, between 32 and 512,
         and at most the number of training rows.
     validation_fraction : float in [0, 1), default=0.2
-        Fraction of the training rows held out (stratified for classification)
-        for restart selection and early stopping.  0, or data too small to
-        split, early-stops on the training rows.
+        Fraction of the training rows held out (stratified for classification;
+        the row of a class seen once trains) for restart selection and early
+        stopping.  0, or data too small to split, early-stops on the training
+        rows.
     rank_gauss : bool, default=False
         Map numeric columns through ``QuantileTransformer(output_distribution=
         "normal")`` instead of standard scaling.
     max_onehot_levels : int, default=10
-        Categorical columns with at most this many levels are one-hot encoded,
-        others are target encoded.
+        Categorical columns with at most this many levels (missing cells, one
+        more indicator column, not counted) are one-hot encoded, others are
+        target encoded.
     feature_init : {"gain", "random"}, default="gain"
         Initial feature of every node.  "random" draws random feature logits;
         "gain" grows the initial tree top-down on the training rows, giving
@@ -524,7 +534,9 @@ _COMMON_ATTRS_DOC = """
     model_state_ : dict of ndarray
         Trained network parameters (float64 numpy arrays).
     train_info_ : dict
-        Diagnostics of training (epochs, selected restart, validation score...).
+        Diagnostics of training (epochs, selected restart, validation score,
+        ``n_train_rows`` and ``n_validation_rows``: 0 when early stopping
+        watched the training rows).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` had string column names.

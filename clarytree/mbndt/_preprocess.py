@@ -276,7 +276,10 @@ def build_preprocessor(kinds, raw, max_onehot_levels, rank_gauss, target_type, r
     cat_idx = [j for j, k in enumerate(kinds) if k == "cat"]
     low, high = [], []
     for j in cat_idx:
-        (low if len(np.unique(raw[:, j].astype(str))) <= max_onehot_levels else high).append(j)
+        # Missing cells are encoded as one more category, but they are not a
+        # level the user counts.
+        levels = np.setdiff1d(np.unique(raw[:, j].astype(str)), [MISSING])
+        (low if levels.size <= max_onehot_levels else high).append(j)
     n = raw.shape[0]
     transformers = []
     if num_idx:
