@@ -452,6 +452,8 @@ _COMMON_PARAMS_DOC = """
         Maximum number of stage-2 epochs.
     stage1_epochs : int, default=40
         Length of the restart-selection stage (patience ``patience // 3``).
+        0 skips it: the first initialization continues, whatever
+        ``n_restarts``.
     patience : int, default=25
         Stage-2 epochs without validation improvement before stopping.
     temperature : float, default=0.3
