@@ -18,6 +18,7 @@ from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
 from sklearn.metrics import balanced_accuracy_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
+from clarytree import export_sql  # noqa: E402
 from clarytree.mbndt import MBNDTClassifier, MBNDTRegressor, export_text  # noqa: E402
 from clarytree.mbndt._model import (  # noqa: E402
     MBNDTModule,
@@ -859,6 +860,38 @@ def test_pandas_nullable_columns_are_read_like_classic_ones(Est):
     est = Est(**FAST, random_state=0).fit(nullable, y)
     np.testing.assert_array_equal(est.predict(nullable), ref.predict(classic))
     assert export_text(est) == export_text(ref)
+
+
+def test_object_columns_of_bools_and_decimals_are_numbers():
+    """A bool column with missing cells is an object column, and pandas reads SQL
+    NUMERIC columns as Decimal objects: both are numbers, as a bool column and
+    a pyarrow decimal column are, and SQL (where bools are stored as 0/1)
+    agrees with predict."""
+    import decimal
+    import sqlite3
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 300
+    a = rng.normal(size=n)
+    c = rng.random(n) < 0.5
+    hole = rng.random(n) < 0.1
+    y = 2.0 * c + 0.5 * a + rng.normal(scale=0.05, size=n)
+    classic = pd.DataFrame({"a": a, "c": np.where(hole, np.nan, c.astype(float))})
+    objects = pd.DataFrame({
+        "a": pd.Series([decimal.Decimal(repr(float(v))) for v in a], dtype=object),
+        "c": pd.Series([None if h else bool(v) for v, h in zip(c, hole, strict=True)],
+                       dtype=object)})
+    ref = MBNDTRegressor(**FAST, random_state=0).fit(classic, y)
+    est = MBNDTRegressor(**FAST, random_state=0).fit(objects, y)
+    assert est._column_kinds == ["num", "num"]
+    np.testing.assert_array_equal(est.predict(objects), ref.predict(classic))
+    assert export_text(est) == export_text(ref)
+    con = sqlite3.connect(":memory:")
+    classic.assign(c=objects["c"]).to_sql("t", con, index=False)
+    sql = np.array([r[0] for r in con.execute(export_sql(est, table="t"))])
+    np.testing.assert_allclose(sql, est.predict(objects), rtol=1e-12)
 
 
 def test_nonnumeric_value_in_a_numeric_column_names_the_column():

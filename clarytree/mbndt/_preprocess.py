@@ -10,6 +10,7 @@ for every transformed column, the raw column it comes from, which is what lets
 the exported tree test raw values.
 """
 
+import decimal
 import inspect
 import numbers
 import sys
@@ -65,11 +66,17 @@ def _as_float(a):
 
 
 def _column_is_numeric(col):
-    """True when every non-missing entry of an object column is a real number."""
+    """True when every non-missing entry of an object column is a real number.
+
+    Bools count as the numbers 0 and 1, as a ``bool`` column does (a bool
+    column with missing cells is an object column), and ``Decimal`` values
+    (pandas' reading of SQL NUMERIC columns) as numbers, as they do for a
+    pyarrow-backed column.
+    """
     for v in col:
         if _is_missing(v):
             continue
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        if not isinstance(v, (numbers.Real, np.bool_, decimal.Decimal)):
             return False
     return True
 
