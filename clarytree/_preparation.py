@@ -619,15 +619,16 @@ def default_hist_bins(n_rows, lookahead):
 
 
 def _pandas_missing_as_nan(X):
-    """``X`` with NaN for the pandas NA and NaT of its object columns.
+    """``X`` with NaN for the pandas NA and NaT of its object and text columns.
 
     numpy's float conversion takes None and NaN but refuses ``pd.NA``, so an
-    object column of numbers with NA would otherwise fail where the same
-    column with None works.
+    object or ``string`` column of numbers with NA would otherwise fail where
+    the same column with None works.
     """
     fixed = {}
     for j, (_, column) in enumerate(X.items()):
-        if column.dtype == object:
+        if column.dtype == object or (not isinstance(column.dtype, np.dtype)
+                                      and getattr(column.dtype, "kind", "O") in "OUS"):
             missing = np.asarray(column.isna(), dtype=bool)
             if missing.any():
                 values = column.to_numpy(dtype=object, copy=True)
@@ -913,11 +914,17 @@ class Preparation:
                 raise
             self._check_finite_numeric(estimator, X)
             return X, None, y
+        if not _is_frame(X):
+            # First: a Series, 1-D or 3-D input gets scikit-learn's own message,
+            # not a feature count read from the wrong axis.
+            X = check_array(X, dtype=None, ensure_all_finite=False, estimator=estimator)
+        elif X.shape[0] == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a "
+                             f"minimum of 1 is required by {type(estimator).__name__}.")
         validate_data(estimator, X, reset=reset, skip_check_array=True)
         if _is_frame(X):
             columns = [column for _, column in X.items()]   # (iloc per column is slower)
         else:
-            X = check_array(X, dtype=None, ensure_all_finite=False)
             columns = [X[:, j] for j in range(X.shape[1])]
         if len(columns) == 0:
             raise ValueError("X has no columns")

@@ -894,6 +894,14 @@ def test_object_columns_of_bools_and_decimals_are_numbers():
     np.testing.assert_allclose(sql, est.predict(objects), rtol=1e-12)
 
 
+def test_a_frame_without_rows_is_refused_as_an_array_without_rows():
+    X = pd.DataFrame({"a": np.arange(40.0), "c": ["u", "v"] * 20})
+    est = MBNDTClassifier(**FAST, random_state=0).fit(X, np.arange(40) % 2)
+    for empty in (X.iloc[:0], X.to_numpy()[:0]):
+        with pytest.raises(ValueError, match=r"Found array with 0 sample\(s\)"):
+            est.predict(empty)
+
+
 def test_nonnumeric_value_in_a_numeric_column_names_the_column():
     import pandas as pd
 

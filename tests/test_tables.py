@@ -802,3 +802,36 @@ def test_pandas_na_in_an_object_column_of_numbers_is_missing():
     odd = pd.DataFrame({"a": pd.Series([[1.0]] + [0.0] * 119, dtype=object), "b": X[:, 1]})
     with pytest.raises(ValueError, match="column 'a'"):
         CLARITreeRegressor(**params).fit(odd, y)
+
+
+@pytest.mark.parametrize("text_dtype", ["string", "str", "object"])
+def test_numbers_as_text_with_pandas_na_read_as_numbers_with_missing_cells(text_dtype):
+    """A numeric column given as a text column with pd.NA at predict: the NA
+    cells are missing values, with or without a categorical column."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.integers(0, 5, 200).astype(float)})
+    y = 2 * X["a"] + 3 * (X["b"] > 2)
+    holes = X.index % 5 == 0
+    for frame in (X, X.assign(c=rng.choice(["u", "v"], 200))):
+        model = CholeskyTreeRegressor(max_depth=2, n_thresholds=8).fit(frame, y)
+        text = frame["a"].astype(str).astype(text_dtype).mask(holes, pd.NA)
+        expected = model.predict(frame.assign(a=frame["a"].mask(holes)))
+        np.testing.assert_array_equal(model.predict(frame.assign(a=text)), expected)
+
+
+def test_wrongly_shaped_input_gets_scikit_learns_messages_with_categorical_columns():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=80), "c": rng.choice(["u", "v"], 80)})
+    y = X["a"] + (X["c"] == "u")
+    for model in (CholeskyTreeRegressor(max_depth=1).fit(X, y),
+                  CholeskyTreeRegressor(max_depth=1).fit(X[["a"]], y)):
+        frame = X.iloc[:, :model.n_features_in_]
+        with pytest.raises(ValueError, match="Expected a 2-dimensional container"):
+            model.predict(frame.iloc[0])
+        with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+            model.predict(X["a"].to_numpy())
+        with pytest.raises(ValueError, match="Found array with dim 3"):
+            model.predict(np.zeros((2, 2, 2)))
+        with pytest.raises(ValueError, match=r"Found array with 0 sample\(s\) .*"
+                                             r"required by CholeskyTreeRegressor"):
+            model.predict(frame.iloc[:0])

@@ -200,6 +200,9 @@ class _BaseMBNDT(BaseEstimator):
         X = as_pandas(X)
         _check_no_infinity(X)
         if _is_dataframe(X):
+            if X.shape[0] == 0:         # as for an array (scikit-learn's message)
+                raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a "
+                                 f"minimum of 1 is required by {type(self).__name__}.")
             validate_data(self, X, reset=False, skip_check_array=True)
         else:
             X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite="allow-nan")
