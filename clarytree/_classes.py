@@ -51,7 +51,9 @@ _SEMANTICS = """
     vanish (what is reported in squared units of y, ``objective_``, the
     node objectives and ``feature_importances_`` built on them, does
     overflow where ``|y|`` passes about 1e154 and vanish below about
-    1e-154: rescale y there).  ``leaf_penalty`` is therefore a
+    1e-154: rescale y there; and a leaf's slope, in units of y per unit of
+    a regression column, must stay below float64's 1.8e308, else the fit
+    raises a ValueError naming the column).  ``leaf_penalty`` is therefore a
     fraction of the total variance paid per leaf and ``ridge_alpha`` a
     per-sample ridge strength on standardized features.  Leaf coefficients
     are reported in original units.

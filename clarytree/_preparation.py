@@ -1272,6 +1272,7 @@ class Preparation:
         data : PreparedData
         """
         X_enc, y, w, n_zero_weight = self.encode(estimator, X, y, sample_weight)
+        self._feature_names = getattr(estimator, "feature_names_in_", None)
         missing = np.isnan(X_enc).any(axis=0)
         n_features = self.n_features_in_
         self.missing_features_ = np.flatnonzero(missing)
@@ -1655,6 +1656,25 @@ class Preparation:
         out["n_node_samples"] = rows
         return out
 
+    def _unrepresentable_leaves(self, coef, mean):
+        """The error for leaf equations that overflow float64 in X's units.
+
+        The search runs on standardized columns, so it finishes; a column
+        whose values are tiny against y's (1e-300 of them) has a slope in y
+        per unit of it beyond float64's range.
+        """
+        reg = self.regression_features_
+        with np.errstate(over="ignore", invalid="ignore"):
+            bad = ~np.isfinite(coef[:, reg]).all(axis=0) \
+                | ~np.isfinite(coef[:, reg] * mean).all(axis=0)
+        names = getattr(self, "_feature_names", None)
+        listed = ", ".join(_column_name(names, int(j)) for j in reg[bad]) or "of X"
+        return ValueError(
+            f"the leaf equations overflow float64 in the units of column(s) {listed}: "
+            "their values are too small against y's (a slope in y per unit of them "
+            "beyond 1.8e308). Express those columns in a larger unit (multiply them by a "
+            "power of ten) or y in a smaller one, or leave them out of regression_features.")
+
     def make_tree(self, nodes):
         """The :class:`~clarytree._tree.Tree` of resolved node arrays.
 
@@ -1668,8 +1688,11 @@ class Preparation:
         # beta0 + sum_j b_j (x_j - m_j) / s_j = intercept + x @ coef.
         beta = nodes["coef"]
         coef = np.zeros((count, n_features))
-        coef[:, reg] = beta[:, 1:] / std
-        intercept = beta[:, 0] + self.y_mean_ - coef[:, reg] @ mean
+        with np.errstate(over="ignore", invalid="ignore"):
+            coef[:, reg] = beta[:, 1:] / std
+            intercept = beta[:, 0] + self.y_mean_ - coef[:, reg] @ mean
+        if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
+            raise self._unrepresentable_leaves(coef, mean)
         fill = np.zeros(n_features)
         fill[reg] = mean
         return Tree(n_features, nodes["children_left"], nodes["children_right"],

@@ -428,6 +428,23 @@ def test_no_unsplittable_warning_when_a_level_set_is_admissible():
         assert _some_subset_admissible(groups, msl, total) == expected, (groups, msl)
 
 
+def test_leaf_slopes_beyond_float64_are_an_error_naming_the_column():
+    """Standardized columns keep the search finite; the slope per unit of a
+    column in units of 1e-310 (or of 1e-200 against y in 1e120) is not."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 1))
+    y = 3 * x[:, 0] + 0.1 * rng.normal(size=200)
+    small = CholeskyTreeRegressor(max_depth=1).fit(x * 2.0 ** -1000, y)   # still representable
+    np.testing.assert_allclose(small.predict(x * 2.0 ** -1000),
+                               CholeskyTreeRegressor(max_depth=1).fit(x, y).predict(x))
+    for X, target in ((x * 1e-310, y), (x * 1e-200, y * 1e120)):
+        frame = pd.DataFrame({"dose": X[:, 0], "flag": np.arange(200) % 2})
+        with pytest.raises(ValueError, match=r"overflow float64 in the units of column\(s\) "
+                                             r"'dose'.*regression_features"):
+            CholeskyTreeRegressor(max_depth=1).fit(frame, target)
+
+
 def test_uniform_pool_near_the_float64_maximum():
     """max - min overflows there: the pool is the scaled pool of the scaled data."""
     from clarytree._thresholds import threshold_pool
