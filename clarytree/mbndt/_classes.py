@@ -592,7 +592,8 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
             Numeric and/or categorical features; missing values allowed.
             Categorical: a DataFrame's ``category`` and string columns (a
             category column whatever its levels' type, so integer codes can
-            be declared levels) and object columns holding text.
+            be declared levels) and object columns holding text.  Object
+            columns of numbers, bools or ``Decimal`` values are numeric.
             polars DataFrames and pyarrow Tables are read as pandas ones.
         y : array-like of shape (n_samples,)
             Class labels.

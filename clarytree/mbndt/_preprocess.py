@@ -136,7 +136,7 @@ def infer_column_kinds(X, estimator_name=None):
     column whatever its levels' type, as HistGradientBoosting's "from_dtype"
     and CLARITree's read it: integer codes made categorical are meant as
     levels); an object column is numeric only when every non-missing value is
-    a real number.  A text column of a DataFrame whose
+    a real number, a bool or a ``Decimal``.  A text column of a DataFrame whose
     values are (mostly) numbers written as text is categorical, with a warning
     (``warn_numeric_text``).
     """
