@@ -288,10 +288,11 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
                                     data.bins.shape[0])
     estimator.min_samples_leaf_ = msl
 
+    unsplittable = None
     if estimator.max_depth >= 1:
-        _warn_if_unsplittable(estimator, data.bins, data.n_bins, msl, reg.shape[0],
-                              data.sample_weight, prep.split_missing(), data.n_zero_weight,
-                              level_sets=prep.split_categorical())
+        unsplittable = _unsplittable_message(estimator, data.bins, data.n_bins, msl,
+                                             reg.shape[0], data.sample_weight,
+                                             prep.split_missing(), data.n_zero_weight)
 
     stats_threads = _stats_threads(getattr(estimator, "n_jobs", None))
 
@@ -319,11 +320,15 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
                            estimator.max_depth, single)
     if leaf_penalties is not None:
         try:
-            return _fit_path(estimator, prep, data, splitter, criterion, msl, progress,
-                             time_limit if lookahead else None, leaf_penalties, n_threads,
-                             lambda: make_splitter(*prep.bins(data.X, max_hist_bins)))
+            fitted, counters = _fit_path(
+                estimator, prep, data, splitter, criterion, msl, progress,
+                time_limit if lookahead else None, leaf_penalties, n_threads,
+                lambda: make_splitter(*prep.bins(data.X, max_hist_bins)))
         finally:
             _close_progress(progress)
+        if unsplittable and all(est.tree_.node_count == 1 for est in fitted):
+            warnings.warn(unsplittable, UnsplittableWarning, stacklevel=4)
+        return fitted, counters
     leaf_cost = float(estimator.leaf_penalty) * data.tss
     context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
                            progress, time_limit if lookahead else None, n_threads)
@@ -367,6 +372,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     estimator.objective_ = float(objective)
     estimator.tree_ = with_node_statistics(_fitted_tree(estimator, nodes, data, prep), data,
                                            prep)
+    if unsplittable and estimator.tree_.node_count == 1:
+        warnings.warn(unsplittable, UnsplittableWarning, stacklevel=4)
     return estimator, counters
 
 
@@ -516,41 +523,19 @@ def _resolve_min_samples_leaf(estimator, n_regression, sample_weight, n_rows):
     return max(need, float(sample_weight.min()))
 
 
-def _some_subset_admissible(weights, msl, total):
-    """Whether some set of the groups ``weights`` weighs in ``[msl, total - msl]``.
-
-    A level-set column sends any set of its levels (its missing rows being
-    one more group) to the left: every set is a prefix of some order of the
-    levels.  Answers True where it cannot rule a split out (real weights).
-    """
-    weights = weights[weights > 0]
-    if np.any((weights >= msl) & (weights <= total - msl)):
-        return True
-    if weights.shape[0] < 2 or np.any(weights > total - msl):
-        # one group heavier than total - msl: every set with it is too heavy,
-        # every set without it too light
-        return False
-    if not np.all(weights == np.floor(weights)):
-        return True
-    # integer weights, every group lighter than msl: the reachable sums as
-    # the bits of one integer
-    reachable = 1
-    for w in weights.astype(np.int64):
-        reachable |= reachable << int(w)
-    low, high = math.ceil(msl), math.floor(total - msl)
-    return low <= high and (reachable >> low) & ((1 << (high - low + 1)) - 1) != 0
-
-
-def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_weight=None,
-                          missing=None, n_zero_weight=0, level_sets=None):
-    """Warn, naming cause and remedy, when no root split is admissible.
+def _unsplittable_message(estimator, bins, n_bins, msl, n_regression, sample_weight=None,
+                          missing=None, n_zero_weight=0):
+    """The warning, naming cause and remedy, when no root split looks admissible.
 
     A split is admissible when both children keep ``msl`` rows; the root's
     candidates are the pool thresholds, so the count of rows at or below each
     threshold decides it (for a column with a missing bin, ``missing[f]``,
-    also with the missing rows added to the left).  A level-set column
-    (``level_sets[f]``) may send any set of its bins left.  ``bins`` holds
+    also with the missing rows added to the left).  A categorical column's
+    candidates are prefixes of the root's order of its levels, known only
+    in the search: its levels are tried in code order here, and the fit
+    warns only where the tree it returns is a single leaf.  ``bins`` holds
     the rows of positive weight only (``n_zero_weight`` were dropped).
+    Returns None where a split is admissible.
     """
     # min_samples_leaf counts training weight (rows when unweighted).
     n = bins.shape[0] if sample_weight is None else float(sample_weight.sum())
@@ -560,15 +545,11 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
     if n >= 2 * msl:
         for f in present:
             counts = np.bincount(bins[:, f], weights=sample_weight, minlength=n_bins[f])
-            if level_sets is not None and level_sets[f]:
-                if _some_subset_admissible(counts, msl, n):
-                    return
-                continue
             left = np.cumsum(counts)[:-1]
             if missing is not None and missing[f]:
                 left = np.r_[left, left[:-1] + counts[-1]]
             if np.any((left >= msl) & (n - left >= msl)):
-                return
+                return None
     # (a column with a missing bin but no present value counts bins it
     # does not fill)
     varying = bins.shape[0] > 0 and any(np.any(bins[:, f] != bins[0, f]) for f in present)
@@ -603,8 +584,8 @@ def _warn_if_unsplittable(estimator, bins, n_bins, msl, n_regression, sample_wei
                    f"small squeeze towards each column's smallest values: it sums to {n:g} "
                    f"over {bins.shape[0]} rows; rescale it, e.g. to mean 1, if it is "
                    "relative)")
-    warnings.warn(f"{type(estimator).__name__} cannot split: {cause}; the tree is a single "
-                  f"leaf. To allow splits, {remedy}.", UnsplittableWarning, stacklevel=5)
+    return (f"{type(estimator).__name__} cannot split: {cause}; the tree is a single "
+            f"leaf. To allow splits, {remedy}.")
 
 
 def _time_limit_message(time_limit, report):

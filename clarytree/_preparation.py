@@ -1664,16 +1664,23 @@ class Preparation:
         per unit of it beyond float64's range.
         """
         reg = self.regression_features_
-        with np.errstate(over="ignore", invalid="ignore"):
-            bad = ~np.isfinite(coef[:, reg]).all(axis=0) \
-                | ~np.isfinite(coef[:, reg] * mean).all(axis=0)
         names = getattr(self, "_feature_names", None)
-        listed = ", ".join(_column_name(names, int(j)) for j in reg[bad]) or "of X"
+        slope = ~np.isfinite(coef[:, reg]).all(axis=0)
+        if slope.any():
+            listed = ", ".join(_column_name(names, int(j)) for j in reg[slope])
+            return ValueError(
+                f"the leaf equations overflow float64 in the units of column(s) {listed}: "
+                "their values are too small against y's (a slope in y per unit of them "
+                "beyond 1.8e308). Express those columns in a larger unit (multiply them by "
+                "a power of ten) or y in a smaller one, or leave them out of "
+                "regression_features.")
+        with np.errstate(over="ignore", invalid="ignore"):
+            offset = ~np.isfinite(coef[:, reg] * mean).all(axis=0)
+        listed = ", ".join(_column_name(names, int(j)) for j in reg[offset]) or "of X"
         return ValueError(
-            f"the leaf equations overflow float64 in the units of column(s) {listed}: "
-            "their values are too small against y's (a slope in y per unit of them "
-            "beyond 1.8e308). Express those columns in a larger unit (multiply them by a "
-            "power of ten) or y in a smaller one, or leave them out of regression_features.")
+            f"the leaf equations' intercepts overflow float64: y is near float64's limit and "
+            f"column(s) {listed} far from 0 (their slope times their mean passes 1.8e308). "
+            "Express y in a smaller unit, or centre those columns (subtract their mean).")
 
     def make_tree(self, nodes):
         """The :class:`~clarytree._tree.Tree` of resolved node arrays.

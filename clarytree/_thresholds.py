@@ -87,6 +87,9 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
         return np.empty(0, dtype=np.float64)
     if n_thresholds is None or values.shape[0] <= n_thresholds + 1:
         mid = (values[:-1] + values[1:]) / 2.0
+        # (their sum overflows near the float64 maximum: halve first there)
+        over = ~np.isfinite(mid)
+        mid[over] = values[:-1][over] / 2.0 + values[1:][over] / 2.0
         # Guard against midpoints that round onto the upper value (adjacent
         # floats): such a threshold would not separate the two values.
         return np.unique(np.where(mid < values[1:], mid, values[:-1]))

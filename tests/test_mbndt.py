@@ -233,6 +233,10 @@ def test_a_class_seen_once_trains_and_the_rest_is_still_held_out():
     assert est.train_info_["n_validation_rows"] == 80
     assert est.train_info_["n_train_rows"] == 321
     np.testing.assert_array_equal(est.classes_, [0, 1, 2])
+    # The share is of the rows that can be stratified: 10 rows of class 0
+    # beside 29 classes seen once hold out 2 of them.
+    est.fit(X[:39], np.r_[np.zeros(10, int), np.arange(1, 30)])
+    assert est.train_info_["n_validation_rows"] == 2
     # Classes of one row each and nothing else to stratify: no hold-out.
     est.fit(X[:3], [0, 1, 2])
     assert est.train_info_["n_validation_rows"] == 0

@@ -394,12 +394,14 @@ def test_warns_when_no_split_is_admissible():
             np.r_[np.ones((3, 2)), X[3:, :2]], y, sample_weight=np.r_[np.ones(3), np.zeros(997)])
 
 
-def test_no_unsplittable_warning_when_a_level_set_is_admissible():
-    """A categorical column splits by any set of its levels, not by prefixes
-    of their codes: levels a, b, c of 2, 20 and 2 rows admit {b} | {a, c}
-    at min_samples_leaf = 4, though no prefix of a < b < c does."""
+def test_unsplittable_warning_with_categorical_columns():
+    """A categorical column splits by prefixes of the root's order of its
+    levels, not of their codes: levels a, b, c of 2, 20 and 2 rows split
+    {b} | {a, c} at min_samples_leaf = 4, and the fit stays silent; where the
+    order's prefixes all fail it warns (levels of 30, 40, 30 rows with y
+    0, 1, 2 at 35: {a} and {a, b} only), also with fractional weights."""
     pd = pytest.importorskip("pandas")
-    from clarytree._classes import UnsplittableWarning, _some_subset_admissible
+    from clarytree._classes import UnsplittableWarning
 
     y = np.r_[[10.0] * 2, [0.0] * 20, [10.0] * 2]
     for last in ("c", None):            # the missing rows are one more group
@@ -411,21 +413,18 @@ def test_no_unsplittable_warning_when_a_level_set_is_admissible():
                                           min_samples_leaf=4).fit(X, y)
         assert model.get_n_leaves() == 2
         assert sorted(model.tree_.n_node_samples[1:]) == [4, 20]
-    # A level heavier than every admissible side still warns.
-    X = pd.DataFrame({"c": pd.Series(["a"] * 2 + ["b"] * 21 + ["c"] * 1, dtype="category")})
-    with pytest.warns(UnsplittableWarning, match="min_samples_leaf = 4 of the 24 rows"):
+    X = pd.DataFrame({"c": pd.Series(["a"] * 30 + ["b"] * 40 + ["c"] * 30, dtype="category")})
+    y = np.r_[np.zeros(30), np.ones(40), np.full(30, 2.0)]
+    with pytest.warns(UnsplittableWarning, match="min_samples_leaf = 35 of the 100 rows"):
         model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant",
-                                      min_samples_leaf=4).fit(X, y)
+                                      min_samples_leaf=35).fit(X, y)
     assert model.get_n_leaves() == 1
-    # Against every subset: integer group sizes, all below min_samples_leaf.
-    rng = np.random.default_rng(0)
-    for _ in range(300):
-        groups = rng.integers(0, 6, size=rng.integers(1, 6)).astype(float)
-        total, msl = groups.sum(), float(rng.integers(1, 9))
-        sums = [groups[[i for i in range(groups.size) if mask >> i & 1]].sum()
-                for mask in range(1, 2 ** groups.size - 1)]
-        expected = any(msl <= s <= total - msl for s in sums)
-        assert _some_subset_admissible(groups, msl, total) == expected, (groups, msl)
+    X = pd.DataFrame({"c": pd.Series(["a", "b", "c"] * 10, dtype="category")})
+    with pytest.warns(UnsplittableWarning, match="min_samples_leaf = 0.4"):
+        model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant",
+                                      min_samples_leaf=0.4).fit(
+            X, np.arange(30.0), sample_weight=np.full(30, 1 / 30))
+    assert model.get_n_leaves() == 1
 
 
 def test_leaf_slopes_beyond_float64_are_an_error_naming_the_column():
@@ -443,6 +442,10 @@ def test_leaf_slopes_beyond_float64_are_an_error_naming_the_column():
         with pytest.raises(ValueError, match=r"overflow float64 in the units of column\(s\) "
                                              r"'dose'.*regression_features"):
             CholeskyTreeRegressor(max_depth=1).fit(frame, target)
+    # A representable slope of 1e299 on a column near 1e10: the intercept overflows.
+    dev = rng.normal(size=200)
+    with pytest.raises(ValueError, match=r"intercepts overflow.*centre those columns"):
+        CholeskyTreeRegressor(max_depth=1).fit((1e10 + dev)[:, None], 1e299 * dev)
 
 
 def test_uniform_pool_near_the_float64_maximum():
@@ -455,6 +458,10 @@ def test_uniform_pool_near_the_float64_maximum():
         assert np.all(np.isfinite(pool)) and pool.shape == (7,)
         np.testing.assert_allclose(pool, np.sort(threshold_pool(x, 7, "uniform") * scale),
                                    rtol=0, atol=1e-14 * abs(scale))
+    # Midpoints (few distinct values) of either sign.
+    for pair in ([-1.79e308, -9e307], [9e307, 1.79e308], [-1.7e308, 1.7e308]):
+        pool = threshold_pool(np.repeat(pair, 5), 7, "quantile")
+        assert pool.shape == (1,) and pair[0] < pool[0] < pair[1]
     # Ordinary magnitudes keep the bitwise pool.
     lo, hi = x.min(), x.max()
     edges = lo + (hi - lo) / 7 * np.arange(8)

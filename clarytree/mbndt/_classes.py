@@ -353,6 +353,7 @@ class _BaseMBNDT(BaseEstimator):
             counts = np.bincount(stratify)
             single = counts[stratify] == 1
             alone, idx, stratify = idx[single], idx[~single], stratify[~single]
+            n_val = int(round(self.validation_fraction * idx.shape[0]))
             counts = counts[counts > 1]
             too_small = (counts.size == 0 or n_val < counts.size
                          or idx.shape[0] - n_val < counts.size)
