@@ -16,7 +16,7 @@ from numpy.ma import MaskedArray
 from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.utils import check_array, check_consistent_length, column_or_1d
+from sklearn.utils import check_array, check_consistent_length, column_or_1d, metadata_routing
 from sklearn.utils.validation import has_fit_parameter, indexable, validate_data
 
 from ._classes import (
@@ -156,7 +156,7 @@ def _take(X, rows):
 
 
 def _path_task(estimator, X, y, sample_weight, score_weight, train, test, penalties,
-               scorer):
+               scorer, several=False):
     """Fit the path on one fold's training rows and score every tree.
 
     ``sample_weight`` weighs the fits, ``score_weight`` (None: unweighted)
@@ -173,7 +173,7 @@ def _path_task(estimator, X, y, sample_weight, score_weight, train, test, penalt
     multimetric = False
     for tree in path:
         start = time.perf_counter()
-        score = _score(scorer, tree, X_test, y_test, kwargs)
+        score = _score(scorer, tree, X_test, y_test, kwargs, several)
         multimetric = multimetric or isinstance(score, dict)
         # Several metrics come as a dict (as GridSearchCV's scorers return
         # them), one as a number: named "score", GridSearchCV's key; a
@@ -187,10 +187,25 @@ def _path_task(estimator, X, y, sample_weight, score_weight, train, test, penalt
             "score_times": score_times, "n_leaves": n_leaves}
 
 
-def _score(scorer, tree, X, y, kwargs):
+def _score(scorer, tree, X, y, kwargs, several=False):
     """One validation score (a float, or a dict of floats), as GridSearchCV's
     default ``error_score=np.nan`` scores: a scorer that raises gives None and
-    a warning, one that returns no number an error."""
+    a warning, one that returns no number an error.
+
+    ``several``: ``scorer`` is scikit-learn's scorer of several metrics, made
+    with ``raise_exc=False``: a metric that fails comes back as its error's
+    text (NaN here, with the warning), and what the scorer itself raises (its
+    metadata requests unset) is raised, as GridSearchCV raises it.
+    """
+    if several:
+        score = scorer(tree, X, y, **kwargs)
+        for name, value in score.items():
+            if isinstance(value, str):
+                warnings.warn("Scoring failed. The score on this train-test partition for "
+                              f"these parameters will be set to nan. Details: \n{value}",
+                              UserWarning, stacklevel=2)
+                score[name] = np.nan
+        return {name: _number(value, scorer) for name, value in score.items()}
     try:
         score = scorer(tree, X, y, **kwargs)
     except Exception as exc:    # as GridSearchCV: any failure of a scorer
@@ -265,6 +280,9 @@ def _check_scoring_kind(owner, scoring):
 
 
 class _CVMixin:
+    # ``groups`` only feeds the cv splitter, which requests it itself (as
+    # GridSearchCV's and LassoCV's do): no request of the estimator's own.
+    __metadata_request__fit = {"groups": metadata_routing.UNUSED}
     """Tuning of (leaf_penalty, ridge_alpha) by cross-validation along the path."""
 
     _cv_constraints: dict = {
@@ -365,8 +383,8 @@ class _CVMixin:
                                  f"expected {y_checked.shape}")
         base = self._tree_estimator()
         _check_scoring_kind(type(self).__name__, self.scoring)
-        scorer = check_scoring(base, scoring=self.scoring)
         several = isinstance(self.scoring, (list, tuple, set, dict))
+        scorer = check_scoring(base, scoring=self.scoring, raise_exc=not several)
         if several:
             self._check_refit_for_metrics(list(self.scoring))
         # The validation scores' weights, as GridSearchCV gives its scorer
@@ -421,7 +439,7 @@ class _CVMixin:
         out = parallel(
             delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
                                 y_checked, sample_weight, score_weight, folds[f][0],
-                                folds[f][1], penalties, scorer)
+                                folds[f][1], penalties, scorer, several)
             for f, j in tasks)
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)

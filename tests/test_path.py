@@ -663,6 +663,57 @@ def test_cv_routes_sample_weight_as_grid_search_does():
                                     ).fit(X, y, sample_weight=w)
 
 
+def test_cv_routing_with_several_metrics_and_nested_groups():
+    """Several metrics whose scorers say nothing of sample_weight are an error,
+    as in GridSearchCV (not NaN scores and a refit of the first pair); groups
+    given to cross_validate reach a nested CV estimator's splitter without a
+    request of its own, as they reach GridSearchCV's."""
+    import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
+    from sklearn.model_selection import GroupKFold, cross_validate
+
+    X, y = _data()
+    w = np.where(X[:, 2] > 1, 20.0, 1.0)
+    groups = np.random.default_rng(4).integers(0, 6, size=len(y))
+    lams = [1e-1, 1e-3]
+    with sklearn.config_context(enable_metadata_routing=True):
+        for scoring in (["r2", "neg_mean_squared_error"],
+                        {"r2": "r2", "mse": "neg_mean_squared_error"}):
+            model = CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=lams, cv=3,
+                                            scoring=scoring, refit="r2")
+            with pytest.raises(UnsetMetadataPassedError, match="sample_weight"):
+                model.fit(X, y, sample_weight=w)
+        for model in (CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=lams,
+                                              cv=GroupKFold(3)),
+                      GridSearchCV(CholeskyTreeRegressor(max_depth=2),
+                                   {"leaf_penalty": lams}, cv=GroupKFold(3))):
+            scores = cross_validate(model, X, y, cv=GroupKFold(3),
+                                    params={"groups": groups})["test_score"]
+            assert scores.shape == (3,) and np.all(scores > 0.5)
+
+
+def test_cv_one_failing_metric_is_nan_beside_the_others():
+    """As GridSearchCV's error_score=nan: the failing metric only."""
+    X, y = _data()
+
+    def fails(estimator, X, y):
+        raise RuntimeError("no such metric")
+
+    scoring = {"r2": "r2", "bad": fails}
+    lams = [1e-1, 1e-3]
+    with pytest.warns(UserWarning, match="(?s)Scoring failed.*no such metric"):
+        model = CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=lams, ridge_alphas=[1e-2],
+                                        cv=3, scoring=scoring, refit="r2").fit(X, y)
+    with pytest.warns(UserWarning, match="Scoring failed"):
+        search = GridSearchCV(CholeskyTreeRegressor(max_depth=2, ridge_alpha=1e-2),
+                              {"leaf_penalty": lams}, cv=3, scoring=scoring,
+                              refit="r2").fit(X, y)
+    assert np.all(np.isnan(model.cv_results_["mean_test_bad"]))
+    np.testing.assert_allclose(model.cv_results_["mean_test_r2"],
+                               search.cv_results_["mean_test_r2"], rtol=1e-12)
+    assert model.best_index_ == search.best_index_
+
+
 def test_metadata_routing_can_be_read_without_routing_enabled():
     for scoring in (None, "r2", ["r2", "neg_mean_absolute_error"]):
         routing = CholeskyTreeRegressorCV(scoring=scoring).get_metadata_routing()
