@@ -454,6 +454,10 @@ def test_bad_input(Est):
     frame.loc[5, "b"] = -np.inf
     with pytest.raises(ValueError, match=r"infinity in column\(s\) 'b';"):
         Est(**FAST).fit(frame, y)
+    # also an object column that holds pandas' NA beside the infinity
+    with pytest.raises(ValueError, match=r"infinity in column\(s\) 'b';"):
+        Est(**FAST).fit(frame.astype({"b": object}).assign(
+            b=lambda f: f["b"].where(f.index != 7, pd.NA)), y)
     fitted = Est(**FAST).fit(X, y)
     with pytest.raises(ValueError, match=r"infinity in column\(s\) x\[1\];"):
         fitted.predict(np.where(np.arange(3) == 1, np.inf, X))

@@ -5,6 +5,7 @@ estimator holds plain numpy arrays and scikit-learn transformers only, so it
 pickles, loads and predicts without torch.
 """
 
+import sys
 from numbers import Integral, Real
 
 import numpy as np
@@ -46,6 +47,19 @@ __all__ = ["MBNDTClassifier", "MBNDTRegressor"]
 _MAX_NOMINAL_LEAVES = 2**16
 
 
+def _missing_as_nan(values):
+    """An object column with NaN for pandas' NA (which float conversion refuses)."""
+    pd = sys.modules.get("pandas")
+    if pd is None:
+        return values
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    if not missing.any():
+        return values
+    values = values.copy()
+    values[missing] = np.nan
+    return values
+
+
 def _check_no_infinity(X):
     """Reject infinite values, naming their columns (NaN means missing)."""
     if _is_dataframe(X):
@@ -64,8 +78,8 @@ def _check_no_infinity(X):
     for j, col in enumerate(columns):
         if col.dtype.kind == "O":
             try:
-                col = np.asarray(col, dtype=np.float64)
-            except (TypeError, ValueError):
+                col = np.asarray(_missing_as_nan(col), dtype=np.float64)
+            except (TypeError, ValueError, ArithmeticError):
                 continue        # a categorical column
         if col.dtype.kind == "f" and np.isinf(col).any():
             bad.append(_column_name(names, j))
