@@ -24,7 +24,7 @@ from ._builder import (
 )
 from ._criterion import ConstantCriterion, RidgeCriterion
 from ._explain import EXTRAPOLATIONS, clips, feature_importances, with_node_statistics
-from ._preparation import Preparation
+from ._preparation import Preparation, user_stacklevel
 from ._sklearn_compat import Interval, RealNotInt, StrOptions, fit_context, validate_params
 from ._splitter import SearchRoute, Splitter
 from ._tree import TREE_LEAF
@@ -327,7 +327,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         finally:
             _close_progress(progress)
         if unsplittable and all(est.tree_.node_count == 1 for est in fitted):
-            warnings.warn(unsplittable, UnsplittableWarning, stacklevel=4)
+            warnings.warn(unsplittable, UnsplittableWarning, stacklevel=user_stacklevel())
         return fitted, counters
     leaf_cost = float(estimator.leaf_penalty) * data.tss
     context = BuildContext(splitter, criterion, estimator.max_depth, leaf_cost, msl,
@@ -357,9 +357,8 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     if "time_limit" in estimator.get_params(deep=False):
         estimator.search_complete_ = bool(report["complete"])
     if not report["complete"]:
-        # _fit_tree <- fit <- scikit-learn's fit_context wrapper <- the caller.
         warnings.warn(_time_limit_message(time_limit, report), UserWarning,
-                      stacklevel=4)
+                      stacklevel=user_stacklevel())
     _warn_if_singular(estimator, counters)
     estimator.n_candidate_evaluations_ = counters["n_evaluations"]
     unit = prep.y_scale_ * prep.y_scale_
@@ -373,7 +372,7 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     estimator.tree_ = with_node_statistics(_fitted_tree(estimator, nodes, data, prep), data,
                                            prep)
     if unsplittable and estimator.tree_.node_count == 1:
-        warnings.warn(unsplittable, UnsplittableWarning, stacklevel=4)
+        warnings.warn(unsplittable, UnsplittableWarning, stacklevel=user_stacklevel())
     return estimator, counters
 
 
@@ -404,7 +403,8 @@ def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_li
     counters["search"] = report
     counters["n_threads"] = context.n_threads
     if not report["complete"]:
-        warnings.warn(_time_limit_message(time_limit, report), UserWarning, stacklevel=4)
+        warnings.warn(_time_limit_message(time_limit, report), UserWarning,
+                      stacklevel=user_stacklevel())
     _warn_if_singular(estimator, counters)
     unit = prep.y_scale_ * prep.y_scale_
     fitted = []
@@ -485,7 +485,8 @@ def _warn_if_singular(estimator, counters):
             "separate them in float64); they were solved with the ridge raised by a few "
             "rounding units of their Gram diagonal, so their losses and coefficients "
             "are those of a slightly larger ridge; raise ridge_alpha (e.g. to 1e-8) or "
-            "drop duplicated columns from regression_features.", UserWarning, stacklevel=5)
+            "drop duplicated columns from regression_features.", UserWarning,
+            stacklevel=user_stacklevel())
 
 
 class UnsplittableWarning(UserWarning):
@@ -686,7 +687,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
             min_category_weight=self.min_category_weight, n_thresholds=self.n_thresholds,
             threshold_strategy=self.threshold_strategy, ridge_alpha=self.ridge_alpha)
 
-    @fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True, forget=forget_fit)
     def fit(self, X, y, sample_weight=None):
         """Grow the tree on ``(X, y)``.
 
@@ -710,13 +711,7 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
         -------
         self : object
         """
-        try:
-            _fit_tree(self, X, y, sample_weight)
-        except BaseException:
-            # As forgets_unfinished_fit, without a frame between the caller
-            # and the warnings that name its line.
-            forget_fit(self)
-            raise
+        _fit_tree(self, X, y, sample_weight)
         return self
 
     # Views of ``tree_`` (and of ``regression_features_``), derived here only,

@@ -26,7 +26,7 @@ from ._classes import (
     _BaseLinearTree,
     _fit_tree,
     _stats_threads,
-    forgets_unfinished_fit,
+    forget_fit,
 )
 from ._frames import as_pandas
 from ._preparation import check_has_columns
@@ -308,8 +308,7 @@ class _CVMixin:
             params["n_jobs"] = None
         return self._tree_class(**params)
 
-    @fit_context(prefer_skip_nested_validation=True)
-    @forgets_unfinished_fit
+    @fit_context(prefer_skip_nested_validation=True, forget=forget_fit)
     def fit(self, X, y, sample_weight=None, groups=None):
         """Choose the leaf penalty and ridge strength by CV, then refit.
 

@@ -421,7 +421,7 @@ def warn_numeric_text(column, name, estimator_name, advice=None):
             "categorical_features.")
     prefix = f"{estimator_name}: " if estimator_name else ""
     warnings.warn(f"{prefix}column {name} holds {what}, so {advice}", UserWarning,
-                  stacklevel=_user_stacklevel())
+                  stacklevel=user_stacklevel())
 
 
 HEAD_VALUES = 64
@@ -457,7 +457,7 @@ def _package_dir(module):
 _LIBRARY_DIRS = (_package_dir(sys.modules[__package__]), _package_dir(sklearn))
 
 
-def _user_stacklevel():
+def user_stacklevel():
     """``stacklevel`` that makes the caller's ``warnings.warn`` name the first
     frame outside clarytree and scikit-learn (the user's call)."""
     frame, level = sys._getframe(1), 1
@@ -487,7 +487,7 @@ def _warn_levels_matching(estimator_name, name, values, known, key, lead, conseq
     warnings.warn(
         f"{estimator_name}: column {name} holds none of the levels seen in fit{lead} "
         f"({shown}{', ...' if len(matched) > 3 else ''}), {consequence}. {advice}",
-        UserWarning, stacklevel=_user_stacklevel())
+        UserWarning, stacklevel=user_stacklevel())
     return True
 
 
@@ -523,7 +523,7 @@ def warn_levels_of_another_kind(estimator_name, name, values, known, fit_kind, n
         f"{estimator_name}: column {name} holds none of the levels seen in fit: fit saw "
         f"{fit_kind} ({_first_three(known)}), this column holds {now_kind} "
         f"({_first_three(shown)}), {consequence}. {advice}",
-        UserWarning, stacklevel=_user_stacklevel())
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def recoded_kind(values, known):
@@ -1173,7 +1173,7 @@ class Preparation:
             "training weight, so all are merged into one '<other>' level and the column "
             + ("only separates missing values from the others" if has_missing
                else "cannot split") + (f". {hint}" if hint else ""),
-            UserWarning, stacklevel=_user_stacklevel())
+            UserWarning, stacklevel=user_stacklevel())
 
     def _warn_merged_column_looks_wrong(self, estimator, name, levels, n_merged, n_rows):
         # Past the level cap, merging keeps the heaviest levels; for an
@@ -1190,7 +1190,7 @@ class Preparation:
             f"{type(estimator).__name__}: categorical column {name} has {len(levels)} "
             f"levels; min_category_weight={self.min_category_weight} merged {n_merged} of "
             f"them into one '<other>' level and kept {len(levels) - n_merged}. {hint}",
-            UserWarning, stacklevel=_user_stacklevel())
+            UserWarning, stacklevel=user_stacklevel())
 
     def _set_lookup(self, j):
         kept = list(self.categories_[j])

@@ -11,7 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_impl import ReferenceProblem
 
-from clarytree import CholeskyTreeRegressor, CLARITreeRegressor, export_text, leaf_penalty_path
+from clarytree import (
+    CholeskyTreeRegressor,
+    CLARITreeRegressor,
+    CLARITreeRegressorCV,
+    export_text,
+    leaf_penalty_path,
+)
 from clarytree._classes import _fit_tree
 
 
@@ -544,6 +550,31 @@ def test_a_refit_that_fails_leaves_nothing_fitted():
         check_is_fitted(model)
     assert not hasattr(model, "_preparation") and not hasattr(model, "categories_")
     assert model.fit(X, y).predict(X).shape == (300,)
+
+
+@pytest.mark.parametrize("make, bad", [
+    (lambda: CholeskyTreeRegressor(max_depth=2), {"max_depth": -1}),
+    (lambda: CLARITreeRegressor(max_depth=2), {"leaf_model": "cubic"}),
+    (lambda: CLARITreeRegressorCV(max_depth=2, cv=2, leaf_penalties=[1e-2],
+                                  ridge_alphas=[1e-3]), {"n_thresholds": 0}),
+])
+def test_a_refit_refused_for_a_parameter_leaves_nothing_fitted(make, bad):
+    # The parameter check ran before the fitted state was forgotten: the
+    # previous tree stayed, and predicted, beside the invalid parameters.
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=100)
+    model = make().fit(X, y)
+    model.set_params(**bad)
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        model.fit(X, y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
+    with pytest.raises(NotFittedError):
+        model.predict(X)
 
 
 def test_a_column_constant_on_a_leaf_gets_no_coefficient():
