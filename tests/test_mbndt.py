@@ -922,17 +922,21 @@ def test_nonnumeric_value_in_a_numeric_column_names_the_column():
         est.predict(bad)
 
 
-def test_regressor_target_near_the_float_limit():
+@pytest.mark.parametrize("scale", [1e300, 1e-170, 1e-300])
+def test_regressor_target_near_the_float_limit(scale):
+    # Below ~1e-154 the squares of y.std() underflowed: the target read as
+    # constant (y_std_ = 1) and every prediction was one value.
     X = np.random.default_rng(0).normal(size=(200, 2))
     y = np.where(X[:, 0] > 0, 3.0, -1.0) + 0.1 * X[:, 1]
     ref = MBNDTRegressor(**FAST, random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = MBNDTRegressor(**FAST, random_state=0).fit(X, y * 1e300)
+        est = MBNDTRegressor(**FAST, random_state=0).fit(X, y * scale)
     pred = est.predict(X)
     assert np.isfinite(pred).all()
-    np.testing.assert_allclose(pred, ref.predict(X) * 1e300, rtol=1e-6)
-    assert est.y_std_ == pytest.approx(y.std() * 1e300)
+    np.testing.assert_allclose(pred, ref.predict(X) * scale, rtol=1e-6)
+    assert est.y_std_ == pytest.approx(y.std() * scale)
+    assert est.y_mean_ == pytest.approx(y.mean() * scale)
 
 
 @pytest.mark.parametrize("scale", [1e160, 1e200])

@@ -87,15 +87,23 @@ def _check_no_infinity(X):
         raise _infinity_error(bad)
 
 
+# Spreads whose square is below float64's smallest normal number lose their
+# digits in ``y.std()``.
+_SQUARE_UNDERFLOWS_BELOW = 1e-150
+
+
 def _target_moments(y):
     """Mean and standard deviation (1 for a constant target) of a finite ``y``.
 
-    Targets near the float64 limit overflow ``y.std()`` (its squares); they
-    are then computed on ``y / max|y|`` and scaled back.
+    Targets near the float64 limits overflow or underflow ``y.std()`` (its
+    squares: a spread below ~1e-154 squares to 0 and would read as a
+    constant); they are then computed on ``y / max|y|`` and scaled back.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         mean, std = float(y.mean()), float(y.std())
-    if not (np.isfinite(mean) and np.isfinite(std)):
+        overflowed = not (np.isfinite(mean) and np.isfinite(std))
+        underflowed = std < _SQUARE_UNDERFLOWS_BELOW and y.max() > y.min()
+    if overflowed or underflowed:
         scale = float(np.max(np.abs(y)))
         unit = y / scale
         mean, std = float(unit.mean()) * scale, float(unit.std()) * scale
