@@ -1657,6 +1657,7 @@ def _raw_plot_columns(X, names):
         _python_scalar,
         _sorted_levels_of,
         column_is_categorical,
+        refuse_unhashable,
     )
 
     if hasattr(X, "iloc") and hasattr(X, "dtypes"):
@@ -1682,7 +1683,11 @@ def _raw_plot_columns(X, names):
             values[:, j] = _float_column(col, names[j])
             levels.append(None)
             continue
-        raw, uniques = _factorize(col)
+        try:
+            raw, uniques = _factorize(col)
+        except TypeError:
+            refuse_unhashable(col, repr(str(names[j])))
+            raise
         uniques = [_python_scalar(v) for v in uniques]
         if hasattr(col, "cat"):
             seen = set(uniques)

@@ -675,6 +675,27 @@ def _factorize(values):
     return codes, list(table)
 
 
+def refuse_unhashable(values, name):
+    """Raise a ``TypeError`` naming column ``name`` at its first unhashable
+    entry (a list, dict or array: a nested cell), if there is one.
+
+    Called after hashing the column failed, so well-formed columns never pay
+    for the scan.
+    """
+    for i, v in enumerate(values):
+        try:
+            hash(v)
+        except TypeError:
+            text = repr(v)
+            if len(text) > 40:
+                text = text[:37] + "..."
+            raise TypeError(
+                f"column {name} holds {type(v).__name__} values ({text} in row {i}); a "
+                "column is read as numbers or as categorical levels, which are single "
+                "values (text, numbers, bools, dates): flatten it (e.g. join a list's "
+                "items into one string) or drop it") from None
+
+
 def _sorted_levels_of(unique):
     try:
         return sorted(unique)
@@ -986,7 +1007,12 @@ class Preparation:
         X = np.empty((n, len(columns)), dtype=np.float64)
         for j, values in enumerate(columns):
             if self.is_categorical_[j]:
-                X[:, j] = self._encode_categorical(j, values)
+                try:
+                    X[:, j] = self._encode_categorical(j, values)
+                except TypeError:
+                    refuse_unhashable(values, _column_name(
+                        getattr(estimator, "feature_names_in_", None), j))
+                    raise
                 if np.isnan(X[:, j]).all():
                     self._warn_levels_of_another_type(estimator, j, values)
             else:
@@ -1105,7 +1131,11 @@ class Preparation:
         """
         names = getattr(estimator, "feature_names_in_", None)
         dtype_categories = values.cat.categories if hasattr(values, "cat") else None
-        raw, uniques = _factorize(values)       # raw: index into uniques, -1 missing
+        try:
+            raw, uniques = _factorize(values)   # raw: index into uniques, -1 missing
+        except TypeError:
+            refuse_unhashable(values, _column_name(names, j))
+            raise
         uniques = [_python_scalar(v) for v in uniques]
         if any(isinstance(v, float) and v in (np.inf, -np.inf) for v in uniques):
             # As in a numeric column (and no export could write the level).

@@ -1022,3 +1022,41 @@ def test_a_table_without_columns_is_refused_by_name(family):
         with pytest.raises(ValueError, match=re.escape(
                 f"0 feature(s) (shape=(12, 0)) while a minimum of 1 is required by {name}")):
             est.fit(X, y)
+
+
+@pytest.mark.parametrize("n", [40, 600])   # both sides of FACTORIZE_MIN_ROWS
+def test_nested_cells_are_refused_naming_their_column(n):
+    # Lists, dicts and arrays in a column raised pandas' bare "unhashable
+    # type" from deep inside the factorization, in fit and in predict.
+    pd = pytest.importorskip("pandas")
+    from clarytree import CholeskyTreeRegressor
+    from clarytree.mbndt import MBNDTRegressor
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=n),
+                      "tags": pd.Series([["a"], ["b", "c"]] * (n // 2))})
+    flat = X.assign(tags=X["tags"].str.join(","))
+    y = X["x"].to_numpy() + (flat["tags"] == "a")
+    message = r"column 'tags' holds list values \(\['a'\] in row 0\).*flatten it"
+    with pytest.raises(TypeError, match=message):
+        CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    model = CholeskyTreeRegressor(max_depth=2).fit(flat, y)
+    with pytest.raises(TypeError, match=message):
+        model.predict(X)
+    # MBNDT used str() of each cell below 256 rows (a list became a level)
+    # and factorized above, so a model fitted on few rows failed on a
+    # larger batch of the same data.
+    with pytest.raises(TypeError, match=message):
+        MBNDTRegressor(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=2,
+                       random_state=0).fit(X, y)
+
+
+def test_nested_arrow_columns_are_refused_naming_their_column():
+    pa = pytest.importorskip("pyarrow")
+    from clarytree import CholeskyTreeRegressor
+
+    rng = np.random.default_rng(0)
+    for values, kind in [([[1.0], [2.0, 3.0]], "ndarray|list"), ([{"a": 1}, {"a": 2}], "dict")]:
+        table = pa.table({"x": rng.normal(size=300), "z": pa.array(values * 150)})
+        with pytest.raises(TypeError, match=rf"column 'z' holds ({kind}) values"):
+            CholeskyTreeRegressor(max_depth=2).fit(table, rng.normal(size=300))

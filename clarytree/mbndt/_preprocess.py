@@ -33,6 +33,7 @@ from .._preparation import (
     dates_error,
     holds_dates,
     is_period_dtype,
+    refuse_unhashable,
     warn_numeric_text,
 )
 
@@ -95,14 +96,21 @@ def _to_str_column(col, name=None, fitting=False):
         # value is text, since factorizing equates 1, 1.0 and True, whose
         # texts differ.
         typed = isinstance(col, pd.Series) and col.dtype != object
-        codes, uniques = pd.factorize(col.array if typed else np.asarray(col, dtype=object),
-                                      use_na_sentinel=True)
+        try:
+            codes, uniques = pd.factorize(col.array if typed else np.asarray(col, dtype=object),
+                                          use_na_sentinel=True)
+        except TypeError:
+            refuse_unhashable(col, name)
+            raise
         uniques = list(uniques)
         if all(isinstance(u, str) for u in uniques):
             texts = [_present_text(str(u), name, fitting) for u in uniques]
             return np.array(texts + [MISSING], dtype=object)[codes]
     col = col.to_numpy(dtype=object) if hasattr(col, "to_numpy") else \
         np.asarray(col, dtype=object)
+    # Refused at any length, as the factorizing branch does: str() of a
+    # list would make it a level, and a longer batch would then fail.
+    refuse_unhashable(col, name)
     out = np.empty(len(col), dtype=object)
     for i, v in enumerate(col):
         out[i] = MISSING if _is_missing(v) else _present_text(str(v), name, fitting)
