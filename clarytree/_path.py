@@ -30,7 +30,11 @@ from ._classes import (
 )
 from ._frames import as_pandas
 from ._preparation import check_has_columns
-from ._sklearn_compat import fit_context, scorer_accepts_sample_weight
+from ._sklearn_compat import (
+    fit_context,
+    scorer_accepts_sample_weight,
+    scorers_refusing_sample_weight,
+)
 
 PAPER_LEAF_PENALTIES = (1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4)
 PAPER_RIDGE_ALPHAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
@@ -398,13 +402,16 @@ class _CVMixin:
             groups = routed.splitter.split.get("groups")
             score_weight = routed.scorer.score.get("sample_weight")
         elif sample_weight is not None:
+            # As GridSearchCV: one warning per metric that scores unweighted;
+            # the others get the weights.
+            for name, refusing in scorers_refusing_sample_weight(scorer):
+                described = refusing if name is None else f"{name}={refusing}"
+                warnings.warn(f"The scoring {described} does not support sample_weight, "
+                              "which may lead to statistically incorrect results when "
+                              f"fitting {type(self).__name__} with sample_weight.",
+                              UserWarning, stacklevel=3)
             if scorer_accepts_sample_weight(scorer):
                 score_weight = sample_weight
-            else:
-                warnings.warn(f"The scoring {scorer} does not support sample_weight, which "
-                              "may lead to statistically incorrect results when fitting "
-                              f"{type(self).__name__} with sample_weight.", UserWarning,
-                              stacklevel=3)
         if score_weight is not None:
             score_weight = np.asarray(score_weight, dtype=np.float64)
         data, y_checked, groups = indexable(data, y_checked, groups)

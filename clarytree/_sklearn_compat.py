@@ -22,6 +22,9 @@ Public names of this module (used by the estimators):
 ``scorer_accepts_sample_weight(scorer)``
     Whether a scorer takes ``sample_weight`` (``GridSearchCV`` passes the fit's
     weights to the scorer only then).
+``scorers_refusing_sample_weight(scorer)``
+    The metrics of a (multi-metric) scorer that do not take ``sample_weight``
+    (``GridSearchCV`` warns for each).
 
 ``SKLEARN_PRIVATE`` says whether the scikit-learn implementations were found
 (``True``) or the fallbacks are in use.
@@ -267,3 +270,12 @@ def scorer_accepts_sample_weight(scorer):
             except (TypeError, ValueError):    # pragma: no cover - builtins
                 return False
     return False
+
+
+def scorers_refusing_sample_weight(scorer):
+    """The metrics of ``scorer`` that do not take ``sample_weight``, as
+    ``(name, scorer)`` pairs (name None for a single metric)."""
+    scorers = getattr(scorer, "_scorers", None)
+    if isinstance(scorers, dict):
+        return [(name, s) for name, s in scorers.items() if not scorer_accepts_sample_weight(s)]
+    return [] if scorer_accepts_sample_weight(scorer) else [(None, scorer)]

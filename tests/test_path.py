@@ -622,6 +622,36 @@ def test_scorer_without_sample_weight_is_warned_about_as_grid_search_does():
     assert model.best_index_ == search.best_index_
 
 
+def test_each_metric_without_sample_weight_is_warned_about_as_grid_search_does():
+    # Several metrics: the check asked whether any metric takes weights, so
+    # neg_max_error scored unweighted without a word.
+    import warnings
+
+    X, y = _data()
+    w = np.random.default_rng(3).uniform(0.2, 3.0, size=len(y))
+    lams = [1e-2, 1e-3]
+    scoring = ["r2", "neg_max_error", "neg_mean_squared_error"]
+    folds = KFold(3)
+
+    def weight_warnings(estimator):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            estimator.fit(X, y, sample_weight=w)
+        return [str(r.message).split(" does not")[0] for r in record
+                if "does not support sample_weight" in str(r.message)]
+
+    model = CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=lams, ridge_alphas=[1e-2],
+                                    cv=folds, scoring=scoring, refit="r2")
+    search = GridSearchCV(CholeskyTreeRegressor(max_depth=2, ridge_alpha=1e-2),
+                          {"leaf_penalty": lams}, cv=folds, scoring=scoring, refit="r2")
+    ours = weight_warnings(model)
+    assert len(ours) == 1 and ours[0].startswith("The scoring neg_max_error=")
+    assert ours == weight_warnings(search)
+    for key in ("mean_test_r2", "mean_test_neg_max_error", "mean_test_neg_mean_squared_error"):
+        np.testing.assert_allclose(model.cv_results_[key], search.cv_results_[key],
+                                   rtol=1e-12)
+
+
 def test_cv_routes_sample_weight_as_grid_search_does():
     # With metadata routing on, the scorer's request decides whether the
     # validation scores are weighted (the fits always are); a scorer that
