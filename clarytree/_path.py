@@ -430,6 +430,14 @@ class _CVMixin:
             # refit's column encoding runs first, without the search.
             probe = clone(base)
             probe._make_preparation().encode(probe, data, y_checked, sample_weight)
+        if sample_weight is not None:
+            for i, (train, _) in enumerate(folds):
+                if np.all(sample_weight[train] == 0):
+                    raise ValueError(
+                        f"sample_weight is zero on every training row of CV split {i} (of "
+                        f"{len(folds)}, {len(train)} training rows), so no tree can be fitted "
+                        "on it; use a splitter whose training parts all hold weighted rows "
+                        "(e.g. KFold(shuffle=True)), or drop the zero-weight rows first")
 
         tasks = [(f, j) for f in range(len(folds)) for j in range(len(alphas))]
         if self.n_jobs is not None and "n_jobs" in base.get_params(deep=False):

@@ -32,6 +32,7 @@ import os
 import sys
 import warnings
 
+import joblib
 import numpy as np
 import sklearn
 from joblib import effective_n_jobs
@@ -452,9 +453,11 @@ def _package_dir(module):
     return os.path.dirname(os.path.abspath(module.__file__)) + os.sep
 
 
-# Frames a warning should not name: ours, and scikit-learn's (its fit
-# wrapper, or the model-selection helper the user called).
-_LIBRARY_DIRS = (_package_dir(sys.modules[__package__]), _package_dir(sklearn))
+# Frames a warning should not name: ours, scikit-learn's (its fit wrapper,
+# or the model-selection helper the user called) and joblib's (the CV tasks'
+# sequential runner).
+_LIBRARY_DIRS = (_package_dir(sys.modules[__package__]), _package_dir(sklearn),
+                 _package_dir(joblib))
 
 
 def user_stacklevel():

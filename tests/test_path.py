@@ -652,6 +652,27 @@ def test_each_metric_without_sample_weight_is_warned_about_as_grid_search_does()
                                    rtol=1e-12)
 
 
+def test_a_split_whose_training_rows_all_have_zero_weight_is_named():
+    # The caller's weights sum to 30, but KFold(3)'s last training part is
+    # rows 0..59, all of weight 0: the error said only "sample_weight must
+    # not be all zero".
+    X, y = _data()
+    X, y = X[:90], y[:90]
+    w = np.ones(90)
+    w[:60] = 0.0
+    model = CholeskyTreeRegressorCV(max_depth=2, leaf_penalties=[1e-2], ridge_alphas=[1e-2],
+                                    cv=KFold(3))
+    with pytest.raises(ValueError, match=r"zero on every training row of CV split 2 "
+                                         r"\(of 3, 60 training rows\)"):
+        model.fit(X, y, sample_weight=w)
+    model.set_params(refit=False)
+    with pytest.raises(ValueError, match=r"CV split 2 \(of 3"):
+        model.fit(X, y, sample_weight=w)
+    # Shuffled folds all hold weighted rows.
+    model.set_params(cv=KFold(3, shuffle=True, random_state=0), refit=True)
+    assert model.fit(X, y, sample_weight=w).best_estimator_.predict(X).shape == (90,)
+
+
 def test_cv_routes_sample_weight_as_grid_search_does():
     # With metadata routing on, the scorer's request decides whether the
     # validation scores are weighted (the fits always are); a scorer that
