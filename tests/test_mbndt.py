@@ -1042,3 +1042,49 @@ def test_a_category_column_of_integer_codes_is_categorical():
     # Codes given as plain ints at predict find their levels.
     np.testing.assert_array_equal(as_ints.predict(pd.DataFrame({"store": codes})),
                                   as_ints.predict(pd.DataFrame({"store": pd.Categorical(codes)})))
+
+
+@pytest.mark.parametrize("labels, literal", [
+    (np.array(["2020-01-01", "2021-03-04T10:00:01.5"], dtype="M8[us]"),
+     "datetime.datetime(2021, 3, 4, 10, 0, 1, 500000)"),
+    (np.array([1, 2], dtype="m8[D]").astype("m8[ns]"), "datetime.timedelta(days=2)"),
+])
+def test_date_and_duration_labels_export_and_round_trip(labels, literal):
+    # export_python wrote datetime.datetime(...) without importing datetime
+    # (NameError), and to_dict held datetime objects that json refused.
+    import clarytree
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = np.where(X[:, 0] > 0, labels[0], labels[1])
+    model = MBNDTClassifier(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=5,
+                            random_state=0).fit(X, y)
+    assert model.classes_.dtype == labels.dtype
+    source = clarytree.export_python(model)
+    assert literal in source
+    namespace = {}
+    exec(source, namespace)
+    expected = model.predict(X)
+    exported = [namespace["predict"](row) for row in X.tolist()]
+    assert all(type(v).__module__ == "datetime" for v in exported)
+    np.testing.assert_array_equal(np.array(exported, dtype=labels.dtype), expected)
+    restored = clarytree.from_dict(json.loads(json.dumps(clarytree.to_dict(model))))
+    assert restored.classes_.dtype == labels.dtype
+    np.testing.assert_array_equal(restored.classes_, model.classes_)
+    np.testing.assert_array_equal(restored.predict(X), expected)
+
+
+def test_labels_without_python_source_are_refused_by_export_python():
+    import clarytree
+
+    X = np.random.default_rng(0).normal(size=(120, 3))
+    y = np.where(X[:, 0] > 0, np.datetime64("2020-01-01T00:00:00.000000001"),
+                 np.datetime64("2020-01-01T00:00:00.000000002"))
+    model = MBNDTClassifier(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=5,
+                            random_state=0).fit(X, y)
+    with pytest.raises(TypeError, match=r"has no Python source.*microsecond precision"):
+        clarytree.export_python(model)
+    bad = clarytree.to_dict(model)
+    bad["classes_dtype"] = "float64"
+    with pytest.raises(ValueError, match="classes_dtype must name a datetime64"):
+        clarytree.from_dict(bad)

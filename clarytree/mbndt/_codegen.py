@@ -9,6 +9,8 @@ goes to the default child.  Scaling and encoders only shaped training: the
 exported tree reads raw values, so nothing else needs to be reproduced.
 """
 
+import datetime
+
 import numpy as np
 
 from .._explain import _lit, _py_missing, _py_set, _sql_ident, _sql_list, _sql_value
@@ -24,6 +26,44 @@ def leaf_output(estimator, leaf):
         return float(value[0])
     label = classes[int(np.argmax(value))]
     return label.item() if isinstance(label, np.generic) else label
+
+
+def _label_source(label):
+    """Python source of a class label, and whether it needs ``import datetime``.
+
+    Text, numbers and bools are literals; dates, times and durations (numpy's
+    ``datetime64``/``timedelta64``, pandas' ``Timestamp``/``Timedelta``) are
+    written as the equal ``datetime`` objects.  Other labels have no source
+    that rebuilds them: a ``TypeError`` says what to pass instead.
+    """
+    value = label
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        micro = value.astype("M8[us]" if isinstance(value, np.datetime64) else "m8[us]")
+        if np.isnat(value) or micro != value:
+            value = None    # NaT, or finer than datetime's microseconds
+        else:
+            value = micro.item()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if hasattr(value, "to_pytimedelta"):            # pandas Timedelta
+        value = value.to_pytimedelta() if value == value.to_pytimedelta() else None
+    elif hasattr(value, "to_pydatetime"):           # pandas Timestamp
+        value = (value.to_pydatetime() if not getattr(value, "nanosecond", 0)
+                 and (value.tzinfo is None or isinstance(value.tzinfo, datetime.timezone))
+                 else None)
+    for kind in (bool, int, str):       # subclasses written as the plain type
+        if isinstance(value, kind):
+            return repr(kind(value)), False
+    if isinstance(value, float):
+        return _lit(float(value)), False
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)) and (
+            getattr(value, "tzinfo", None) is None
+            or isinstance(value.tzinfo, datetime.timezone)):
+        return repr(value), True
+    raise TypeError(
+        f"the class label {label!r} (of type {type(label).__name__}) has no Python source "
+        "that export_python can write; fit on labels that are text, numbers, bools or "
+        "dates of microsecond precision (e.g. y.astype(str))")
 
 
 def contributions(estimator, X, names, rules):
@@ -157,11 +197,16 @@ def python_source(estimator, names, function_name, doc):
     """``_leaf(x)``, the leaf tables, ``function_name(x)`` (and ``_proba`` for classifiers)."""
     tree = estimator.tree_
     leaves = [int(n) for n in np.flatnonzero(np.asarray(tree.feature) < 0)]
-    out = {}
+    out, needs_datetime = {}, False
+    classes = getattr(estimator, "classes_", None)
     for leaf in leaves:
-        value = leaf_output(estimator, leaf)
-        out[leaf] = _lit(value) if isinstance(value, float) else repr(value)
-    lines = _router(estimator, names) + ["", ""]
+        if classes is None:
+            out[leaf] = _lit(leaf_output(estimator, leaf))
+        else:
+            out[leaf], needs = _label_source(classes[int(np.argmax(tree.value[leaf]))])
+            needs_datetime = needs_datetime or needs
+    lines = (["import datetime", "", ""] if needs_datetime else []) \
+        + _router(estimator, names) + ["", ""]
     lines.append("_PREDICTION = {" + ", ".join(f"{k}: {v}" for k, v in out.items()) + "}")
     classifier = hasattr(estimator, "classes_")
     if classifier:

@@ -184,6 +184,43 @@ def _rules(tree, names, exact_thresholds=False):
     return rules
 
 
+def _classes_to_json(classes):
+    """``{"classes": [...]}`` of JSON values (and ``"classes_dtype"`` for
+    dates and durations, written as ISO text and microsecond counts)."""
+    if classes.dtype.kind == "M":
+        return {"classes": np.datetime_as_string(classes).tolist(),
+                "classes_dtype": str(classes.dtype)}
+    if classes.dtype.kind == "m":
+        return {"classes": classes.astype(np.int64).tolist(),
+                "classes_dtype": str(classes.dtype)}
+    values = _json_value(classes)
+    for label in values:
+        if not isinstance(label, (str, int, float, bool)):
+            raise TypeError(
+                f"the class label {label!r} (of type {type(label).__name__}) cannot be "
+                "written as JSON; fit on labels that are text, numbers, bools or a "
+                "datetime64 array (e.g. y.astype(str), or pd.to_datetime(y))")
+    return {"classes": values}
+
+
+def _classes_from_json(classes, dtype):
+    if dtype is None:
+        return np.asarray(classes)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in "mM":
+        raise ValueError("classes_dtype must name a datetime64 or timedelta64 dtype")
+    try:
+        if dtype.kind == "M":
+            return np.array(classes, dtype=dtype)
+        return np.array(classes, dtype=np.int64).astype(dtype)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"classes must be {dtype} values (ISO text for dates, "
+                         "integer counts for durations)") from None
+
+
 def _tree_to_dict(tree):
     nodes = []
     for node in range(tree.node_count):
@@ -266,7 +303,7 @@ class MultiwayFamily(TreeFamily):
             "column_kinds": list(estimator._column_kinds),
         }
         if hasattr(estimator, "classes_"):
-            data["classes"] = _json_value(np.asarray(estimator.classes_))
+            data.update(_classes_to_json(np.asarray(estimator.classes_)))
         return data
 
     def restore(self, estimator, data):
@@ -292,7 +329,7 @@ class MultiwayFamily(TreeFamily):
             if np.any(leaves < 0) or not np.allclose(leaves.sum(axis=1), 1.0):
                 raise ValueError("a classifier's leaf values must be probabilities "
                                  "summing to 1")
-            estimator.classes_ = np.asarray(classes)
+            estimator.classes_ = _classes_from_json(classes, data.get("classes_dtype"))
         elif tree.value.shape[1] != 1:
             raise ValueError(f"a regressor's leaves hold one value each, not "
                              f"{tree.value.shape[1]}")
