@@ -799,28 +799,64 @@ def too_many_levels_hint(levels, n_rows, numbers=True):
     """
     import pandas as pd
 
-    sample = [v for v in levels[:200] if isinstance(v, str)]
-    if len(sample) < 0.9 * min(len(levels), 200):
+    head = [_python_scalar(v) for v in levels[:200]]
+    if not head:
         return ""
-    if sum(map(reads_as_number, sample)) >= 0.9 * len(sample):
-        if not numbers:
-            return ""
-        return ("Its values are numbers stored as text: convert them to numbers "
-                "(e.g. pd.to_numeric(..., errors='coerce')) to split on them as such, or "
-                "{drop}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")         # pandas' format-inference notices
-        try:
-            dates = pd.to_datetime(pd.Series(sample), errors="coerce", format="mixed")
-        except (ValueError, TypeError, OverflowError):  # pragma: no cover
-            dates = pd.Series([pd.NaT])
-    if dates.notna().mean() >= 0.9:
-        return ("Its values look like dates or times: convert them to numbers (e.g. days "
-                "since a date, or the month) or {drop}")
+    dates_advice = ("Its values look like dates or times: convert them to numbers (e.g. "
+                    "days since a date, or the month) or {drop}")
+    sample = [v for v in head if isinstance(v, str)]
+    if len(sample) >= 0.9 * len(head):
+        if sum(map(reads_as_number, sample)) >= 0.9 * len(sample):
+            if not numbers:
+                return ""
+            return ("Its values are numbers stored as text: convert them to numbers "
+                    "(e.g. pd.to_numeric(..., errors='coerce')) to split on them as such, "
+                    "or {drop}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")         # pandas' format-inference notices
+            try:
+                dates = pd.to_datetime(pd.Series(sample), errors="coerce", format="mixed")
+            except (ValueError, TypeError, OverflowError):  # pragma: no cover
+                dates = pd.Series([pd.NaT])
+        if dates.notna().mean() >= 0.9:
+            return dates_advice
+    elif sum(map(_is_date_like, head)) >= 0.9 * len(head):
+        # Date, time and duration objects (a category column of them).
+        return dates_advice
     if len(levels) >= 0.9 * n_rows:
         return ("Almost every row has its own level (an identifier?): {drop}, as it "
                 "cannot generalize")
+    if numbers and sum(map(_is_real_number, head)) >= 0.9 * len(head):
+        return ("Its levels are numbers: to split on their values, pass it as a numeric "
+                "column (not in categorical_features; a category dtype converted with "
+                ".astype(float)), or {drop}")
     return ""
+
+
+def _is_real_number(value):
+    return isinstance(value, numbers.Real) and not _is_bool(value)
+
+
+def _is_date_like(value):
+    """Whether ``value`` is a date, time or duration object (Python's, numpy's
+    or pandas')."""
+    import pandas as pd
+
+    return isinstance(value, (datetime.date, datetime.time, datetime.timedelta,
+                              np.datetime64, np.timedelta64, pd.Period))
+
+
+def describe_kind(values):
+    """What ``values`` are, for messages: "text", "numbers", "dates or times",
+    or "values of type ..." when they are none of these alone."""
+    values = [_python_scalar(v) for v in values]
+    if all(isinstance(v, str) for v in values):
+        return "text"
+    if all(_is_date_like(v) for v in values):
+        return "dates or times"
+    if all(map(_is_real_number, values)):
+        return "numbers"
+    return "values of type " + ", ".join(sorted({type(v).__name__ for v in values}))
 
 
 class PreparedData:
@@ -1064,7 +1100,7 @@ class Preparation:
         if any(isinstance(v, str) == fit_text or _is_bool(v) for v in sample):
             return                          # same type: genuinely new levels
         names = getattr(estimator, "feature_names_in_", None)
-        fit_kind, now_kind = ("text", "numbers") if fit_text else ("numbers", "text")
+        fit_kind, now_kind = describe_kind(known), describe_kind(sample)
         if warn_levels_matching_as_numbers(
                 type(estimator).__name__, name, sample, known,
                 f"fit saw {fit_kind}, this column holds {now_kind}", consequence,

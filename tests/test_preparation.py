@@ -376,6 +376,16 @@ def test_merging_a_column_that_looks_wrong_warns(column, hint):
     ([f"{v:.3f}" for v in np.linspace(0, 1, 400)],
      r"\. Its values are numbers stored as text: convert them to numbers"),
     ([f"l{i % 300:03d}" for i in range(400)], r"heaviest\)$"),
+    # Levels that are not text had no hint at all.
+    (pd.Series(np.arange(400) + 1000).astype("category"), r"an identifier\?\)"),
+    (pd.Series(pd.date_range("2020", periods=400).date).astype("category"),
+     r"Its values look like dates or times"),
+    (pd.Series(pd.date_range("2020", periods=400)).astype("category"),
+     r"Its values look like dates or times"),
+    (pd.Series(pd.to_timedelta(np.arange(400), unit="s").to_pytimedelta(), dtype=object),
+     r"Its values look like dates or times"),
+    (pd.Series(np.arange(400) % 300 / 7).astype("category"),
+     r"\. Its levels are numbers: to split on their values, pass it as a numeric column"),
 ])
 def test_too_many_levels_says_what_the_column_looks_like(column, hint):
     """Merging rare levels is the wrong advice for dates, identifiers and
@@ -1060,3 +1070,15 @@ def test_nested_arrow_columns_are_refused_naming_their_column():
         table = pa.table({"x": rng.normal(size=300), "z": pa.array(values * 150)})
         with pytest.raises(TypeError, match=rf"column 'z' holds ({kind}) values"):
             CholeskyTreeRegressor(max_depth=2).fit(table, rng.normal(size=300))
+
+
+def test_levels_of_another_type_at_predict_are_named_by_their_type():
+    # Timestamps given where fit saw text were called "numbers".
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=200), "c": rng.choice(["a", "b"], 200)})
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, X["x"] + (X["c"] == "a"))
+    for value, kind in [(pd.Timestamp("2020-01-01"), "dates or times"), (3.5, "numbers"),
+                        (b"a", "values of type bytes")]:
+        with pytest.warns(UserWarning, match=rf"fit saw text \('a', 'b'\), this column "
+                                             rf"holds {kind} \("):
+            model.predict(X.assign(c=[value] * 200))
