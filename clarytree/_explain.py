@@ -14,6 +14,7 @@ Also here: the training boxes that ``extrapolation="clip"`` uses and the
 definition of ``feature_importances_``, both computed once at fit time.
 """
 
+import builtins
 import keyword
 import numbers
 
@@ -532,6 +533,11 @@ def _check_function_name(name):
     if name in _RESERVED_NAMES or name.removesuffix("_proba") in _RESERVED_NAMES:
         raise ValueError(f"function_name {name!r} is taken by the generated source's own "
                          "definitions")
+    if hasattr(builtins, name) or name == "datetime":
+        # The generated code calls builtins (float, list...) and may import
+        # datetime: a function of the same name would replace them.
+        raise ValueError(f"function_name {name!r} would shadow Python's {name!r}, which "
+                         "the generated source uses; choose another name")
     return name
 
 
@@ -680,7 +686,8 @@ def export_python(estimator, function_name="predict", feature_names=None):
     function_name : str, default="predict"
         Name of the generated function: a Python identifier other than the
         source's own definitions (``_leaf``, ``_PREDICTION``, ``_PROBA``,
-        ``_clarytree_missing``).
+        ``_clarytree_missing``), a builtin's name (``float``, ``list``...) or
+        ``datetime``, which the source may use.
     feature_names : sequence of str, optional
         Names shown in comments (see :func:`export_sql`).
 

@@ -437,6 +437,11 @@ def test_python_export_rejects_bad_names(data):
     for taken in ("_leaf", "_clarytree_missing", "_PREDICTION", "_leaf_proba"):
         with pytest.raises(ValueError, match="taken by the generated source"):
             export_python(model, function_name=taken)
+    # The source calls float() (and may import datetime): a function of that
+    # name replaced the builtin and the generated predict failed.
+    for shadowing in ("float", "list", "isinstance", "datetime"):
+        with pytest.raises(ValueError, match=rf"would shadow Python's '{shadowing}'"):
+            export_python(model, function_name=shadowing)
 
 
 @pytest.mark.parametrize("family", ["clari", "mbndt"])

@@ -1088,3 +1088,25 @@ def test_labels_without_python_source_are_refused_by_export_python():
     bad["classes_dtype"] = "float64"
     with pytest.raises(ValueError, match="classes_dtype must name a datetime64"):
         clarytree.from_dict(bad)
+
+
+def test_numeric_columns_whose_spread_underflows_are_named():
+    # Below ~1e-150 the scaler's variance underflowed: the columns stayed at
+    # their tiny raw size, read as constant, and the tree was one leaf.
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    X[:, 2] = 1e-300      # constant: not reported
+    with pytest.raises(ValueError, match=r"column\(s\) x\[0\], x\[1\] cannot be standardized: "
+                                         r"their spread is too small"):
+        MBNDTClassifier(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=2,
+                        random_state=0).fit(X * [1e-200, 1e-250, 1.0], y)
+    with pytest.raises(ValueError, match=r"column\(s\) x\[0\] cannot be standardized"):
+        MBNDTClassifier(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=2,
+                        rank_gauss=True, random_state=0).fit(X * [1e-200, 1.0, 1.0], y)
+    # Above the limit both scalings work; rank_gauss's quantile transformer
+    # alone made every column of spread below 1e-7 constant (one leaf).
+    for scale in (1e-8, 1e-140):
+        for rank_gauss in (False, True):
+            model = MBNDTClassifier(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=5,
+                                    rank_gauss=rank_gauss, random_state=0).fit(X * scale, y)
+            assert (model.predict(X * scale) == y).mean() > 0.9

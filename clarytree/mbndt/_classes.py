@@ -92,6 +92,23 @@ def _check_no_infinity(X):
 _SQUARE_UNDERFLOWS_BELOW = 1e-150
 
 
+def _columns_lost_by_scaling(ct, raw, xt):
+    """Raw numeric columns that vary but come out of the scaler constant (in
+    training's float32): their variance underflowed, so the scaler kept them
+    at their raw, tiny size."""
+    lost = set()
+    for t, (kind, j, _) in enumerate(feature_map(ct)):
+        if kind != "num" or j in lost:
+            continue
+        col = np.asarray(raw[:, j], dtype=np.float64)
+        present = col[~np.isnan(col)]
+        if present.size and present.max() > present.min():
+            out = xt[:, t].astype(np.float32)
+            if out.max() == out.min():
+                lost.add(j)
+    return sorted(lost)
+
+
 def _target_moments(y):
     """Mean and standard deviation (1 for a constant target) of a finite ``y``.
 
@@ -319,6 +336,14 @@ class _BaseMBNDT(BaseEstimator):
                 f"column(s) {shown} cannot be standardized: their values are too large "
                 "for float64 arithmetic (squares overflow); rescale them, e.g. to "
                 "thousands or millions of their unit.")
+        tiny = _columns_lost_by_scaling(ct, raw, xt_fit)
+        if tiny:
+            names = getattr(self, "feature_names_in_", None)
+            shown = ", ".join(_column_name(names, j) for j in tiny)
+            raise ValueError(
+                f"column(s) {shown} cannot be standardized: their spread is too small "
+                "for float64 arithmetic (squares underflow, below ~1e-150), so they would "
+                "read as constant; rescale them, e.g. multiply by a power of ten.")
         if xt.shape[1] == 0:
             raise ValueError("No usable feature after preprocessing.")
 

@@ -301,9 +301,15 @@ def build_preprocessor(kinds, raw, max_onehot_levels, rank_gauss, target_type, r
         steps = [("float", FunctionTransformer(_as_float)),
                  ("impute", SimpleImputer(strategy="median", keep_empty_features=True))]
         if rank_gauss:
-            steps.append(("scale", QuantileTransformer(
-                output_distribution="normal", n_quantiles=max(2, min(1000, n)),
-                random_state=random_state)))
+            # Standardized first: the quantile transformer treats values
+            # within 1e-7 (absolute) of a column's bounds as the bounds, so a
+            # column whose spread is below that (a measurement in small
+            # units) came out constant.  Ranks are unchanged by the scaling.
+            steps.append(("scale", Pipeline([
+                ("standardize", StandardScaler()),
+                ("quantile", QuantileTransformer(
+                    output_distribution="normal", n_quantiles=max(2, min(1000, n)),
+                    random_state=random_state))])))
         else:
             steps.append(("scale", StandardScaler()))
         transformers.append(("num", Pipeline(steps), num_idx))
