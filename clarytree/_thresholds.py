@@ -86,7 +86,8 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
     if values.shape[0] < 2:
         return np.empty(0, dtype=np.float64)
     if n_thresholds is None or values.shape[0] <= n_thresholds + 1:
-        mid = (values[:-1] + values[1:]) / 2.0
+        with np.errstate(over="ignore"):
+            mid = (values[:-1] + values[1:]) / 2.0
         # (their sum overflows near the float64 maximum: halve first there)
         over = ~np.isfinite(mid)
         mid[over] = values[:-1][over] / 2.0 + values[1:][over] / 2.0
