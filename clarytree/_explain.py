@@ -483,6 +483,8 @@ def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
         raise ValueError(f"dialect must be one of {', '.join(_DIALECTS)}; got {dialect!r}")
     if table is not None and (not isinstance(table, str) or not table.strip()):
         raise TypeError(f"table must be a non-empty string or None, got {table!r}")
+    if not isinstance(column, str) or not column.strip():
+        raise TypeError(f"column must be a non-empty string, got {column!r}")
     family = _family(estimator)
     names = _names(estimator, feature_names)
     outputs = [(column, family.sql_cases(estimator, names, dialect))]

@@ -28,6 +28,7 @@ import copy
 import importlib
 import itertools
 import numbers
+import os
 import warnings
 from collections import namedtuple
 from collections.abc import Mapping
@@ -39,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._explain import clips
 from ._frames import as_pandas
+from ._sklearn_compat import validate_params
 
 __all__ = [
     "export_graphviz",
@@ -237,6 +239,11 @@ def _family(estimator):
     if callable(check_tree):
         # The estimator's own message (a CV fit with refit=False holds no tree).
         check_tree()
+    elif not hasattr(estimator, "tree_") and not isinstance(
+            estimator, tuple(cls for cls, _ in _ESTIMATORS.values())):
+        # Another library's estimator, fitted or not: "not fitted yet" would
+        # send the user to fit it again.
+        raise TypeError(f"{type(estimator).__name__} is not a clarytree estimator")
     check_is_fitted(estimator, "tree_")
     family = _lookup_family(estimator.tree_)
     if family is None:
@@ -1127,6 +1134,9 @@ def to_dict(estimator):
         tree = estimator.best_estimator_
         estimator = copy.copy(tree).set_params(extrapolation=estimator.extrapolation)
     family = _family(estimator)
+    # A parameter set after fit (extrapolation) is written as it is: an
+    # invalid one would only fail at the restored model's predict.
+    validate_params(estimator)
     names = getattr(estimator, "feature_names_in_", None)
     data = {
         "format": FORMAT_NAME,
@@ -1178,6 +1188,10 @@ def from_dict(data):
     cls, family = entry
     try:
         estimator = cls(**data["params"])
+        try:
+            validate_params(estimator)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"invalid params: {exc}") from None
         n_features = data["n_features_in"]
         if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) \
                 or n_features < 1:
@@ -1270,6 +1284,11 @@ def export_graphviz(estimator, out_file=None, feature_names=None, *, significant
         return dot
     if hasattr(out_file, "write"):
         out_file.write(dot)
+    elif not isinstance(out_file, (str, os.PathLike)):
+        # open() would take an int (or a bool) as a file descriptor to write
+        # over and close.
+        raise TypeError("out_file must be a path, a file object or None, got "
+                        f"{type(out_file).__name__}")
     else:
         with open(out_file, "w", encoding="utf-8") as fh:
             fh.write(dot)
@@ -1904,7 +1923,10 @@ def plot_partition(estimator, X, y=None, features=None, ax=None, grid_resolution
         if y is not None:
             y = (np.asarray(y, dtype=object).ravel() == classes[-1]).astype(np.float64)
     if y is not None:
-        y = np.asarray(y, dtype=np.float64).ravel()
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim > 1 and sum(d > 1 for d in y.shape) > 1:
+            raise ValueError(f"y must be 1-d (one target per row), got shape {y.shape}")
+        y = y.ravel()
         if y.shape[0] != n_rows:
             raise ValueError(f"y has {y.shape[0]} entries but X has {n_rows} rows")
 

@@ -53,6 +53,10 @@ def _check_tree_estimator(estimator):
 def _check_grid(values, name):
     if values is None or isinstance(values, str):
         raise TypeError(f"{name} must be a sequence of numbers, got {values!r}")
+    if any(isinstance(v, (str, bytes)) for v in np.asarray(values, dtype=object).ravel()):
+        # np.asarray(..., float) reads "0.1" as a number; fit's leaf_penalty
+        # does not.
+        raise TypeError(f"{name} must be a sequence of numbers, got {values!r}")
     try:
         grid = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):

@@ -26,6 +26,12 @@ def _check_int(value, name, low):
     return int(value)
 
 
+def _check_bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}.")
+    return bool(value)
+
+
 def _check_real(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
@@ -116,6 +122,7 @@ def make_piecewise_linear(
     noise = _check_real(noise, "noise")
     if noise < 0:
         raise ValueError(f"noise must be >= 0, got {noise}.")
+    coef = _check_bool(coef, "coef")
     rng = check_random_state(random_state)
 
     # An AR(1) recursion with unit innovations scaled by sqrt(1 - rho^2) has

@@ -67,10 +67,11 @@ class TestPiecewiseLinear:
             ({"rho": 1.0}, ValueError),
             ({"noise": -1.0}, ValueError),
             ({"noise": float("nan")}, ValueError),
+            ({"coef": "no"}, TypeError),        # was truthy: three outputs
         ],
     )
     def test_bad_parameters(self, kwargs, error):
-        with pytest.raises(error):
+        with pytest.raises(error, match=next(iter(kwargs))):
             make_piecewise_linear(**kwargs)
 
 

@@ -922,3 +922,12 @@ def test_rule_of_a_row_missing_a_value_training_never_missed_holds_for_it():
     assert table["rule"][0].endswith("or x[0] is missing)")
     # Rows with every split value present keep their leaf's rule.
     assert "missing" not in table["rule"][1] and "missing" not in table["rule"][2]
+
+
+@pytest.mark.parametrize("column", [None, ["a"], "", 3])
+def test_sql_output_column_must_be_a_name(data, column):
+    # None and ["a"] were written as AS "None" and AS "['a']".
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    with pytest.raises(TypeError, match="column must be a non-empty string"):
+        export_sql(model, column=column)

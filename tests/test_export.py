@@ -238,7 +238,7 @@ def test_unfitted_and_foreign_estimators():
     with pytest.raises(NotFittedError):
         export_text(CLARITreeRegressor())
     lr = LinearRegression().fit(np.eye(3), np.arange(3.0))
-    with pytest.raises(NotFittedError):  # no tree_ at all
+    with pytest.raises(TypeError, match="not a clarytree estimator"):  # no tree_ at all
         to_dict(lr)
     lr.tree_ = object()
     with pytest.raises(TypeError, match="not a clarytree estimator"):
@@ -724,3 +724,45 @@ def test_from_dict_refuses_inconsistent_mbndt_leaves_and_tables():
             from_dict(edit(change))
     restored = from_dict(good)
     np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+
+
+def test_estimators_of_other_libraries_are_not_called_unfitted():
+    # A fitted LinearRegression was "not fitted yet" (check_is_fitted on
+    # tree_ ran before the family check).
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_piecewise_linear(n_samples=100, n_features=2, random_state=0)
+    for other in (LinearRegression().fit(X, y),
+                  RandomForestRegressor(n_estimators=2, random_state=0).fit(X, y),
+                  make_pipeline(StandardScaler(), LinearRegression()).fit(X, y)):
+        for export in (export_text, leaf_table, export_graphviz):
+            with pytest.raises(TypeError, match="LinearRegression|RandomForestRegressor"):
+                export(other)
+        with pytest.raises(TypeError, match="not a clarytree estimator|Pipeline"):
+            to_dict(other)
+    with pytest.raises(NotFittedError):
+        export_text(CholeskyTreeRegressor())
+
+
+@pytest.mark.parametrize("out_file", [1, True, 2.5])
+def test_graphviz_out_file_that_is_not_a_path_is_refused(out_file):
+    # open() took an int (True: 1) as a file descriptor to overwrite and
+    # close: out_file=True closed the process's stdout.
+    X, y = make_piecewise_linear(n_samples=100, n_features=2, random_state=0)
+    model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    with pytest.raises(TypeError, match="out_file must be a path, a file object or None"):
+        export_graphviz(model, out_file=out_file)
+
+
+def test_invalid_parameter_set_after_fit_is_not_written_or_restored():
+    X, y = make_piecewise_linear(n_samples=100, n_features=2, random_state=0)
+    model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    data = to_dict(model)
+    model.set_params(extrapolation="bogus")
+    with pytest.raises(ValueError, match="extrapolation"):
+        to_dict(model)
+    data["params"]["extrapolation"] = "bogus"
+    with pytest.raises(ValueError, match="invalid params: .*extrapolation"):
+        from_dict(data)

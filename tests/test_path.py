@@ -164,6 +164,7 @@ def test_path_estimator_is_not_modified():
 @pytest.mark.parametrize("grid, error", [
     ([], ValueError), ([-1e-3], ValueError), ([np.nan], ValueError),
     ([[1e-3]], ValueError), (["a"], TypeError), (None, TypeError),
+    (["0.1"], TypeError), (np.array(["0.1"]), TypeError),    # fit refuses "0.1" too
 ])
 def test_path_rejects_bad_grids(grid, error):
     X, y = make_piecewise_linear(n_samples=50, random_state=0)

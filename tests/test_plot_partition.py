@@ -401,3 +401,17 @@ def test_cv_path_drawn_twice_stays_inverted():
     plot_cv_path(cv, ax=ax)
     assert ax.xaxis_inverted()
     plt.close(fig)
+
+
+def test_partition_refuses_a_y_of_several_columns():
+    # A (100, 2) y was flattened and reported as "200 entries"; a column
+    # vector is one target per row.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2))
+    y = X[:, 0] * (X[:, 1] > 0)
+    model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"y must be 1-d \(one target per row\), got shape "
+                                         r"\(100, 2\)"):
+        plot_partition(model, X, np.c_[y, y], features=0)
+    plot_partition(model, X, y[:, None], features=0)
+    plt.close("all")
