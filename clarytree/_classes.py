@@ -201,6 +201,8 @@ def forgets_unfinished_fit(fit):
     thresholds) and predict wrong values without a sign; a first fit would
     leave attributes that make ``check_is_fitted`` pass.  Every attribute
     ending in ``_`` and the private ones in ``PRIVATE_FIT_STATE`` go.
+    Placed outside ``fit_context``, so that a refit refused for an invalid
+    parameter forgets the previous fit too.
     """
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
@@ -687,7 +689,8 @@ class _BaseLinearTree(RegressorMixin, BaseEstimator):
             min_category_weight=self.min_category_weight, n_thresholds=self.n_thresholds,
             threshold_strategy=self.threshold_strategy, ridge_alpha=self.ridge_alpha)
 
-    @fit_context(prefer_skip_nested_validation=True, forget=forget_fit)
+    @forgets_unfinished_fit
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Grow the tree on ``(X, y)``.
 

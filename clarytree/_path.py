@@ -26,7 +26,7 @@ from ._classes import (
     _BaseLinearTree,
     _fit_tree,
     _stats_threads,
-    forget_fit,
+    forgets_unfinished_fit,
 )
 from ._frames import as_pandas
 from ._preparation import check_has_columns
@@ -316,7 +316,8 @@ class _CVMixin:
             params["n_jobs"] = None
         return self._tree_class(**params)
 
-    @fit_context(prefer_skip_nested_validation=True, forget=forget_fit)
+    @forgets_unfinished_fit
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, groups=None):
         """Choose the leaf penalty and ridge strength by CV, then refit.
 

@@ -462,7 +462,7 @@ _LIBRARY_DIRS = (_package_dir(sys.modules[__package__]), _package_dir(sklearn),
 
 def user_stacklevel():
     """``stacklevel`` that makes the caller's ``warnings.warn`` name the first
-    frame outside clarytree and scikit-learn (the user's call)."""
+    frame outside clarytree, scikit-learn and joblib (the user's call)."""
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
         frame, level = frame.f_back, level + 1

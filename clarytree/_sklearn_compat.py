@@ -211,39 +211,15 @@ def validate_params(estimator):
         _fallback_validate_params(estimator)
 
 
-def fit_context(*, prefer_skip_nested_validation, forget=None):
+def fit_context(*, prefer_skip_nested_validation):
     """Decorator of ``fit`` methods: validate the parameters, then fit.
 
     scikit-learn's ``_fit_context`` when available (it also skips nested
     validation inside the fit), else a decorator that only validates.
-
-    ``forget(estimator)``, when given, runs when the decorated call raises,
-    the parameter check included: a refit refused for an invalid parameter
-    then leaves no fitted state of the previous fit beside the new
-    parameters.
     """
     if SKLEARN_PRIVATE:
-        context = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
-    else:
-        context = _fallback_fit_context(
-            prefer_skip_nested_validation=prefer_skip_nested_validation)
-    if forget is None:
-        return context
-
-    def decorator(fit_method):
-        validated_fit = context(fit_method)
-
-        @functools.wraps(fit_method)
-        def wrapper(estimator, *args, **kwargs):
-            try:
-                return validated_fit(estimator, *args, **kwargs)
-            except BaseException:
-                forget(estimator)
-                raise
-
-        return wrapper
-
-    return decorator
+        return _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
+    return _fallback_fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
 
 
 def scorer_accepts_sample_weight(scorer):

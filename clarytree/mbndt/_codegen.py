@@ -31,34 +31,24 @@ def leaf_output(estimator, leaf):
 def _label_source(label):
     """Python source of a class label, and whether it needs ``import datetime``.
 
-    Text, numbers and bools are literals; dates, times and durations (numpy's
-    ``datetime64``/``timedelta64``, pandas' ``Timestamp``/``Timedelta``) are
-    written as the equal ``datetime`` objects.  Other labels have no source
-    that rebuilds them: a ``TypeError`` says what to pass instead.
+    Text, numbers and bools are literals; numpy dates and durations
+    (``datetime64``/``timedelta64``) are written as the equal ``datetime``
+    objects.  Other labels (NaT, dates finer than microseconds) have no
+    source that rebuilds them: a ``TypeError`` says what to pass instead.
     """
     value = label
-    if isinstance(value, (np.datetime64, np.timedelta64)):
+    if isinstance(value, (np.datetime64, np.timedelta64)) and not np.isnat(value):
         micro = value.astype("M8[us]" if isinstance(value, np.datetime64) else "m8[us]")
-        if np.isnat(value) or micro != value:
-            value = None    # NaT, or finer than datetime's microseconds
-        else:
+        if micro == value:          # else finer than datetime's microseconds
             value = micro.item()
     elif isinstance(value, np.generic):
         value = value.item()
-    if hasattr(value, "to_pytimedelta"):            # pandas Timedelta
-        value = value.to_pytimedelta() if value == value.to_pytimedelta() else None
-    elif hasattr(value, "to_pydatetime"):           # pandas Timestamp
-        value = (value.to_pydatetime() if not getattr(value, "nanosecond", 0)
-                 and (value.tzinfo is None or isinstance(value.tzinfo, datetime.timezone))
-                 else None)
     for kind in (bool, int, str):       # subclasses written as the plain type
         if isinstance(value, kind):
             return repr(kind(value)), False
     if isinstance(value, float):
         return _lit(float(value)), False
-    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)) and (
-            getattr(value, "tzinfo", None) is None
-            or isinstance(value.tzinfo, datetime.timezone)):
+    if isinstance(value, (datetime.datetime, datetime.timedelta)):
         return repr(value), True
     raise TypeError(
         f"the class label {label!r} (of type {type(label).__name__}) has no Python source "
