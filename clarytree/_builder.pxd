@@ -229,9 +229,14 @@ cdef class TreeBuilder:
     cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                          Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
                          const Py_ssize_t* group, Py_ssize_t n_group) except -1 nogil
-    cdef bint _last_split(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
-                          Py_ssize_t depth, int side, bint emit, SplitRecord* split,
-                          double* left_acc) noexcept nogil
+    # The splitter's best split of a node, guessed from ``hint`` unless it
+    # is NULL: 1 found, 0 none; -1 raises a Ctrl-C caught during the search.
+    cdef int _best(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                   Py_ssize_t depth, int side, SplitRecord* split, double* left_acc,
+                   Py_ssize_t* hint) except -1 nogil
+    cdef int _last_split(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                         Py_ssize_t depth, int side, bint emit, SplitRecord* split,
+                         double* left_acc) except -1 nogil
     cdef int _last_level_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                               Py_ssize_t end, Py_ssize_t depth, int side, bint emit,
                               const Py_ssize_t* group, Py_ssize_t n_group,
@@ -252,7 +257,7 @@ cdef class LookaheadBuilder(TreeBuilder):
     cdef Py_ssize_t _greedy_first(self, Workspace* ws, Py_ssize_t start,
                                   Py_ssize_t end, Py_ssize_t depth, int side,
                                   const Candidate* cand,
-                                  Py_ssize_t n_cand) noexcept nogil
+                                  Py_ssize_t n_cand) except -2 nogil
     cdef int _report(self, Py_ssize_t done, Py_ssize_t total) except -1 with gil
     cdef Py_ssize_t _score_parallel(self, Workspace* ws, Py_ssize_t start,
                                     Py_ssize_t end, Py_ssize_t depth, int side,

@@ -19,10 +19,8 @@ leaves, so the split score is their objective (no partition needed).
 
 import numpy as np
 
-from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcpy, memset
 
@@ -35,7 +33,7 @@ from ._memo cimport (
 )
 from ._splitter cimport (
     Splitter, SplitRecord, Candidate, CarryState, enough_weight, improves, tie_floor,
-    SET_WORDS,
+    SET_WORDS, monotonic_now, poll_signals,
 )
 from ._tree cimport TREE_LEAF, TREE_UNDEFINED
 
@@ -113,19 +111,9 @@ def workspace_bytes(Splitter splitter, Py_ssize_t max_depth, bint own_order=True
 cdef Py_ssize_t MIN_CANDIDATES_PER_THREAD = 2
 cdef Py_ssize_t MIN_PARALLEL_ROWS = 64
 
-# Seconds between two looks at pending signals (Ctrl-C) from the main thread.
-cdef double SIGNAL_INTERVAL = 0.005
-
-
 # Carried children (TreeBuilder._carried_children): the splits remembered
 # per side of a candidate's child (each one node's statistics).
 cdef Py_ssize_t CHILD_CACHE_WAYS = 2
-
-
-cdef inline double _now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 cdef class BuildContext:
@@ -215,6 +203,10 @@ cdef class BuildContext:
             # others on copies of the node being scored.
             self._init_workspace(&self.ws[t], t > 0)
             self.ws[t].is_main = t == 0
+            # A slow node's search stops when the build is abandoned; the
+            # main thread's also looks at signals (see Splitter.best_split).
+            self.ws[t].sw.abort = &self.abort
+            self.ws[t].sw.last_poll = &self.last_signal_check if t == 0 else NULL
 
     def __dealloc__(self):
         cdef Py_ssize_t t
@@ -450,21 +442,18 @@ cdef class BuildContext:
 
         Called from the main thread only (signals are handled there).
         """
-        cdef double now = _now()
+        cdef double now = monotonic_now()
         if now >= self.deadline:
             self.time_up = True
-        if now - self.last_signal_check >= SIGNAL_INTERVAL:
-            self.last_signal_check = now
-            with gil:
-                if PyErr_CheckSignals() != 0:
-                    self.abort = True
-                    return -1
+        if poll_signals(&self.last_signal_check, now) != 0:
+            self.abort = True
+            return -1
         return 0
 
     def _start(self):
         """Reset the per-build state: output, counters, clock."""
         cdef Py_ssize_t t
-        cdef double now = _now()
+        cdef double now = monotonic_now()
         self.node_count = 0
         if self.memo_on:
             memo_table_clear(&self.memo)
@@ -477,6 +466,7 @@ cdef class BuildContext:
             self.ws[t].sw.n_bulk_sweeps = 0
             self.ws[t].sw.n_incremental_sweeps = 0
             self.ws[t].n_carried_children = 0
+            self.ws[t].sw.signalled = False
             for k in range(2 * CHILD_CACHE_WAYS):
                 self.ws[t].child_cache[k].valid = False
             self.ws[t].sw.n_thresholds_scanned = 0
@@ -1168,19 +1158,32 @@ cdef class TreeBuilder:
                     path.node_count[g] = node_id[g] + 1      # prune: drop the subtree
         return 0
 
-    cdef bint _last_split(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
-                          Py_ssize_t depth, int side, bint emit, SplitRecord* split,
-                          double* left_acc) noexcept nogil:
+    cdef int _best(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                   Py_ssize_t depth, int side, SplitRecord* split, double* left_acc,
+                   Py_ssize_t* hint) except -1 nogil:
+        cdef const double* total = self.ctx.total(ws, depth, side)
+        cdef const double* hist = self.ctx.hist(ws, depth, side)
+        cdef bint found
+        if hint == NULL:
+            found = self.splitter.best_split(&ws.sw, start, end, total, hist, split,
+                                             left_acc)
+        else:
+            found = self.splitter.best_split_hinted(&ws.sw, start, end, total, hist,
+                                                    split, left_acc, hint)
+        if ws.sw.signalled:
+            return -1       # the search gave up on a Ctrl-C: raise it
+        return found
+
+    cdef int _last_split(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
+                         Py_ssize_t depth, int side, bint emit, SplitRecord* split,
+                         double* left_acc) except -1 nogil:
         # A last-level node's best split.  Search nodes guess it from the
         # last one at this depth and side (the next candidate's grandchild
         # is usually alike); the committed tree's nodes search without one.
-        cdef const double* total = self.ctx.total(ws, depth, side)
         if emit:
-            return self.splitter.best_split(&ws.sw, start, end, total,
-                                            self.ctx.hist(ws, depth, side), split, left_acc)
-        return self.splitter.best_split_hinted(
-            &ws.sw, start, end, total, self.ctx.hist(ws, depth, side), split, left_acc,
-            ws.split_hints + 4 * depth + 2 * (side & 1))
+            return self._best(ws, start, end, depth, side, split, left_acc, NULL)
+        return self._best(ws, start, end, depth, side, split, left_acc,
+                          ws.split_hints + 4 * depth + 2 * (side & 1))
 
     cdef int _last_level_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                               Py_ssize_t end, Py_ssize_t depth, int side, bint emit,
@@ -1236,10 +1239,9 @@ cdef class GreedyBuilder(TreeBuilder):
                     SplitRecord* split) except -1 nogil:
         # Guessed from the last node at this depth and side (the same split,
         # see Splitter.best_split_hinted).
-        return self.splitter.best_split_hinted(
-            &ws.sw, start, end, self.ctx.total(ws, depth, side),
-            self.ctx.hist(ws, depth, side), split, ws.best_left + depth * self.ctx.n_stats,
-            ws.split_hints + 4 * depth + 2 * (side & 1))
+        return self._best(ws, start, end, depth, side, split,
+                          ws.best_left + depth * self.ctx.n_stats,
+                          ws.split_hints + 4 * depth + 2 * (side & 1))
 
     cdef int choose_path(self, Workspace* ws, PathState path, Py_ssize_t start,
                          Py_ssize_t end, Py_ssize_t depth, int side, Py_ssize_t remaining,
@@ -1513,21 +1515,17 @@ cdef class LookaheadBuilder(TreeBuilder):
 
     cdef int _greedy(self, Workspace* ws, Py_ssize_t start, Py_ssize_t end,
                      Py_ssize_t depth, int side, SplitRecord* split) except -1 nogil:
-        return self.splitter.best_split(
-            &ws.sw, start, end, self.ctx.total(ws, depth, side),
-            self.ctx.hist(ws, depth, side), split, ws.best_left + depth * self.ctx.n_stats)
+        return self._best(ws, start, end, depth, side, split,
+                          ws.best_left + depth * self.ctx.n_stats, NULL)
 
     cdef Py_ssize_t _greedy_first(self, Workspace* ws, Py_ssize_t start,
                                   Py_ssize_t end, Py_ssize_t depth, int side,
                                   const Candidate* cand,
-                                  Py_ssize_t n_cand) noexcept nogil:
+                                  Py_ssize_t n_cand) except -2 nogil:
         """Index of the candidate inducing the greedy split's partition, or -1."""
         cdef SplitRecord greedy
         cdef Py_ssize_t i, found = -1
-        if not self.splitter.best_split(
-                &ws.sw, start, end, self.ctx.total(ws, depth, side),
-                self.ctx.hist(ws, depth, side), &greedy,
-                ws.best_left + depth * self.ctx.n_stats):
+        if self._greedy(ws, start, end, depth, side, &greedy) == 0:
             return -1
         for i in range(n_cand):
             if cand[i].feature == greedy.feature and cand[i].bin == greedy.bin:

@@ -13,8 +13,35 @@
 # caller owns.
 
 from libc.math cimport INFINITY, fabs
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from ._criterion cimport Criterion, CriterionWork
+
+
+# Interrupts (Ctrl-C).  Signal handlers run in the main thread, which looks
+# at pending signals at most every 5 ms: between nodes
+# (BuildContext.check) and between the features of a slow node's search
+# (Splitter.best_split), where a wide leaf model spends seconds per node.
+cdef extern from "Python.h":
+    # Declared without an exception value: the callers leave the error set
+    # and return their own error code (a noexcept caller must not swallow it).
+    int _check_signals "PyErr_CheckSignals" () noexcept
+
+
+cdef inline double monotonic_now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+cdef inline int poll_signals(double* last_poll, double now) noexcept nogil:
+    # Runs pending signal handlers when 5 ms have passed since the last
+    # look: -1 when one raised (the error is set), else 0.
+    if now - last_poll[0] < 0.005:
+        return 0
+    last_poll[0] = now
+    with gil:
+        return _check_signals()
 
 
 cdef inline double tie_floor(const double* total, Py_ssize_t n_stats) noexcept nogil:
@@ -137,6 +164,13 @@ cdef struct SplitterWork:
     double* level_tmp_key
     unsigned char* level_left
     double cap                  # see Splitter.best_split_hinted (INFINITY: none)
+    # Interrupts: the builder's flag that stops every thread (NULL: none),
+    # and for the main thread its clock of looks at signals (NULL: this
+    # thread does not look).  ``signalled``: a signal handler raised during
+    # this work's search, which gave up (the error is set; the caller raises).
+    bint* abort
+    double* last_poll
+    bint signalled
     double missing_floor        # _missing_floor of the feature being scanned
     CriterionWork crit
     unsigned long long n_bulk_sweeps

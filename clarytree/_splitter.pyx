@@ -87,6 +87,26 @@ cdef extern from *:
 # large table, and the sweep's own work per row is too short to hide it.
 cdef Py_ssize_t SWEEP_PREFETCH = 16
 
+# A node's search looks for an interrupt between features when one feature
+# costs at least this many row updates of q^2 flops (~0.1 ms and more; the
+# look costs ~30 ns).  Smaller nodes are left to the builder's look between
+# nodes.
+cdef double INTERRUPT_MIN_WORK = 1e5
+
+
+cdef inline bint _interrupted(SplitterWork* w) noexcept nogil:
+    # The build is being abandoned: another thread stopped it, or this
+    # (main) thread's look found a signal whose handler raised.
+    if w.abort == NULL:
+        return False
+    if w.abort[0]:
+        return True
+    if w.last_poll != NULL and poll_signals(w.last_poll, monotonic_now()) != 0:
+        w.signalled = True
+        w.abort[0] = True
+        return True
+    return False
+
 
 cdef inline void _prefetch_row(const double* x, Py_ssize_t q, const void* bins) noexcept nogil:
     # Hint the reads of a row soon to be summed or swept: its design row
@@ -2431,11 +2451,14 @@ cdef class Splitter:
         cdef int* perm = w.level_perm
         cdef Py_ssize_t count, r, cset, n_thr, ahead, mb, side
         cdef int offered
+        cdef bint slow = <double>m * q * q >= INTERRUPT_MIN_WORK
         best.score = INFINITY
         # min_samples_leaf counts training weight (rows when unweighted).
         if not enough_weight(weight, 2.0 * msl):
             return False
         for f in range(nf):
+            if slow and f > 0 and _interrupted(w):
+                return False    # the caller raises or stops (see SplitterWork)
             off = self.hist_offset[f]
             if self.categorical[f]:
                 # Prefixes of the node's level order: K levels, K - 1 sets,

@@ -158,14 +158,16 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("verbose, n_jobs", [(0, 1), (1, 1), (1, 2)])
-def test_ctrl_c_stops_a_long_fit(verbose, n_jobs, tmp_path):
-    """SIGINT during a fit of tens of seconds raises KeyboardInterrupt promptly."""
+def _interrupt(script, args, tmp_path):
+    """Run ``script`` in a child, SIGINT it a second into its fit.
+
+    Returns its output, error output, exit code and the seconds it took to
+    exit after the signal.
+    """
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     # Outside the source tree, so the child imports the installed package
     # (CI installs it non-editable; the source tree has no compiled modules).
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(verbose), str(n_jobs)],
+    child = subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env, cwd=tmp_path)
     try:
@@ -178,12 +180,56 @@ def test_ctrl_c_stops_a_long_fit(verbose, n_jobs, tmp_path):
         waited = time.perf_counter() - sent
     finally:
         child.kill()
+    return out, err, child.returncode, waited
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("verbose, n_jobs", [(0, 1), (1, 1), (1, 2)])
+def test_ctrl_c_stops_a_long_fit(verbose, n_jobs, tmp_path):
+    """SIGINT during a fit of tens of seconds raises KeyboardInterrupt promptly."""
+    out, err, returncode, waited = _interrupt(CHILD, [verbose, n_jobs], tmp_path)
     assert "interrupted" in out and "usable True" in out, (out, err)
     assert "forgotten True" in out, (out, err)
     assert "Exception ignored" not in err
-    assert child.returncode == 0
+    assert returncode == 0
     # About a second on an idle machine (the full fit takes ~30 s); generous
     # for shared CI runners, which also run the interpreter's shutdown.
+    assert waited < 10.0
+
+
+WIDE_CHILD = textwrap.dedent("""
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import numpy as np
+    from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 400))
+    y = X[:, 0] + (X[:, 1] > 0) + rng.normal(size=3000)
+    # 400 regression features: too many for histograms, every feature is
+    # swept in sorted order, about a second per feature at the root.
+    params = dict(max_depth=2, min_samples_leaf=20)
+    model = (CholeskyTreeRegressor(**params) if sys.argv[1] == "greedy"
+             else CLARITreeRegressor(n_jobs=int(sys.argv[2]), **params))
+    print("fitting", flush=True)
+    try:
+        model.fit(X, y)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        small = CLARITreeRegressor(max_depth=2).fit(X[:200, :5], y[:200])
+        print("usable", small.get_n_leaves() >= 1, flush=True)
+""")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("builder, n_jobs", [("greedy", 1), ("lookahead", 1),
+                                             ("lookahead", 2)])
+def test_ctrl_c_stops_a_wide_leaf_model_within_a_node(builder, n_jobs, tmp_path):
+    """A node's search of a wide leaf model takes minutes: it stops between features."""
+    out, err, returncode, waited = _interrupt(WIDE_CHILD, [builder, n_jobs], tmp_path)
+    assert "interrupted" in out and "usable True" in out, (out, err)
+    assert "Exception ignored" not in err
+    assert returncode == 0
     assert waited < 10.0
 
 
