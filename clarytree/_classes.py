@@ -609,9 +609,10 @@ def _time_limit_message(time_limit, report):
 
 
 class _Progress:
-    """Prints candidate splits done / total with elapsed and remaining time."""
+    """Prints work done / total (root candidates, say) with elapsed and remaining time."""
 
-    def __init__(self, stream=None):
+    def __init__(self, label="root candidates", stream=None):
+        self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.start = time.perf_counter()
         self.last = 0.0
@@ -632,7 +633,7 @@ class _Progress:
         elapsed = now - self.start
         remaining = elapsed / done * (total - done) if done else float("nan")
         end = "\n" if done == total else "\r"
-        print(f"root candidates {done}/{total}  elapsed {elapsed:7.1f}s  "
+        print(f"{self.label} {done}/{total}  elapsed {elapsed:7.1f}s  "
               f"remaining ~{remaining:7.1f}s", end=end, file=self.stream, flush=True)
         self.open = end == "\r"
 

@@ -6,6 +6,7 @@ value...) end with one line on stderr and exit status 2, never a traceback.
 
 import argparse
 import codecs
+import contextlib
 import csv
 import io
 import json
@@ -868,7 +869,6 @@ def _fit_cv(args, params, X_train, X_test, y_train, y_test, weights=(None, None)
         raise UsageError(f"--cv {args.cv} needs at least {2 * args.cv} training rows, "
                          f"got {len(y_train)}")
     params = {k: v for k, v in params.items() if k not in ("leaf_penalty", "ridge_alpha")}
-    params["verbose"] = 0
     folds = KFold(args.cv, shuffle=True, random_state=args.random_state)
     cv_params = {"leaf_penalties": args.leaf_penalties, "ridge_alphas": args.ridge_alphas,
                  "cv": folds, "n_jobs": args.n_jobs}
@@ -880,7 +880,10 @@ def _fit_cv(args, params, X_train, X_test, y_train, y_test, weights=(None, None)
     n_pairs = len(args.leaf_penalties) * len(args.ridge_alphas)
     _print(f"tuning leaf_penalty x ridge_alpha ({n_pairs} pairs) by {args.cv}-fold CV ...")
     start = time.perf_counter()
-    _fit_categorical(model, X_train, y_train, weights[0])
+    # The estimator's progress and its own line on the chosen pair (which
+    # the report below gives in full) go where the progress display goes.
+    with contextlib.redirect_stdout(sys.stderr):
+        _fit_categorical(model, X_train, y_train, weights[0])
     seconds = time.perf_counter() - start
     best = model.best_index_
     leaves = model.cv_results_["mean_n_leaves"][best]

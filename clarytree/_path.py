@@ -24,7 +24,9 @@ from ._classes import (
     CholeskyTreeRegressor,
     CLARITreeRegressor,
     _BaseLinearTree,
+    _close_progress,
     _fit_tree,
+    _Progress,
     _stats_threads,
     forgets_unfinished_fit,
 )
@@ -454,12 +456,22 @@ class _CVMixin:
             threads = total // min(total, len(tasks))
             if threads > 1:
                 base.set_params(n_jobs=threads)
-        parallel = Parallel(n_jobs=self.n_jobs, verbose=max(0, int(self.verbose) - 1))
-        out = parallel(
+        parallel = Parallel(n_jobs=self.n_jobs, verbose=max(0, int(self.verbose) - 1),
+                            return_as="generator")
+        results = parallel(
             delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
                                 y_checked, sample_weight, score_weight, folds[f][0],
                                 folds[f][1], penalties, scorer, several)
             for f, j in tasks)
+        out = []
+        progress = _Progress("CV path fits") if self.verbose else None
+        try:
+            for res in results:
+                out.append(res)
+                if progress is not None:
+                    progress(len(out), len(tasks))
+        finally:
+            _close_progress(progress)
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
         shape = (n_lam, n_alpha, n_splits)
@@ -530,7 +542,11 @@ class _CVMixin:
                 # One fit: this object's n_jobs become its search threads
                 # (the tree does not depend on them).
                 tree.set_params(n_jobs=self.n_jobs)
+            # The refit shows its own progress; the stored tree keeps the
+            # fold fits' parameters.
+            tree.set_params(verbose=min(int(self.verbose), 1))
             tree.fit(data, y_checked, sample_weight=sample_weight)
+            tree.set_params(verbose=0)
             self.refit_time_ = time.perf_counter() - start
             for name, value in vars(tree).items():
                 if name.endswith("_") and not name.startswith("__"):
@@ -678,7 +694,10 @@ def _cv_doc(tree_doc_params, name, lookahead):
     ----------
 {_CV_PARAMS_DOC.strip(chr(10))}
     verbose : int, default=0
-        1 prints the chosen pair; larger values also joblib's progress.
+        1 shows on standard error how many (fold, ridge_alpha) path fits
+        are done, then the refit's progress (a lookahead tree's root
+        candidates), and prints the chosen pair; larger values also
+        joblib's progress.
 """
         + tree_doc_params
         + "\n    Attributes\n    ----------\n"

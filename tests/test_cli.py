@@ -387,6 +387,24 @@ def test_progress_display(data_csv):
     assert quiet.stderr == ""
 
 
+def test_cv_progress_display(data_csv):
+    # fit --cv -v: the CV fits' progress, then the refit's, on stderr; the
+    # chosen pair once on stdout (the estimator's own line joins stderr).
+    cv = ("--cv", 2, "--leaf-penalties", "1e-1,1e-2", "--ridge-alphas", "1e-1,1e-3")
+    loud = run("fit", data_csv, "--target", "target", "--max-depth", 2, *cv, "-v")
+    assert loud.returncode == 0, loud.stderr
+    assert re.search(r"CV path fits 4/4 .*\n", loud.stderr), loud.stderr
+    assert re.search(r"root candidates (\d+)/\1 ", loud.stderr), loud.stderr
+    assert loud.stdout.count("leaf_penalty=") == 1, loud.stdout
+    quiet = run("fit", data_csv, "--target", "target", "--max-depth", 2, *cv)
+    assert quiet.returncode == 0
+    assert quiet.stderr == ""
+    def timeless(text):
+        return re.sub(r"\d+\.\d+s", "?s", text)
+
+    assert timeless(quiet.stdout) == timeless(loud.stdout)
+
+
 def test_mbndt_fit_predict(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("clarytree.mbndt")

@@ -1,5 +1,7 @@
 """The leaf-penalty path and the CV estimators."""
 
+import re
+
 import joblib
 import numpy as np
 import pytest
@@ -457,6 +459,22 @@ def test_cv_verbose_prints_the_pair(capsys):
     model = CholeskyTreeRegressorCV(leaf_penalties=[1e-2], ridge_alphas=[1e-3], cv=2,
                                     verbose=1).fit(X, y)
     assert f"leaf_penalty={model.leaf_penalty_:g}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_cv_verbose_shows_progress_on_stderr(n_jobs, capsys):
+    # The (fold, ridge_alpha) path fits done out of all, then the refit's
+    # own progress (a lookahead tree's root candidates); nothing when quiet.
+    X, y = _data(n=120)
+    params = dict(leaf_penalties=[1e-1, 1e-2], ridge_alphas=[1e-1, 1e-3], cv=3,
+                  max_depth=2, n_jobs=n_jobs)
+    CLARITreeRegressorCV(**params).fit(X, y)
+    assert capsys.readouterr().err == ""
+    model = CLARITreeRegressorCV(verbose=1, **params).fit(X, y)
+    err = capsys.readouterr().err
+    assert re.search(r"CV path fits 6/6 .*\n", err), err
+    assert re.search(r"root candidates (\d+)/\1 ", err.split("CV path fits 6/6")[1]), err
+    assert model.best_estimator_.get_params()["verbose"] == 0
 
 
 def test_plot_cv_path():
