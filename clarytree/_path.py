@@ -31,7 +31,7 @@ from ._classes import (
     forgets_unfinished_fit,
 )
 from ._frames import as_pandas
-from ._preparation import check_has_columns
+from ._preparation import check_has_columns, check_row_count
 from ._sklearn_compat import (
     fit_context,
     scorer_accepts_sample_weight,
@@ -368,6 +368,7 @@ class _CVMixin:
         # columns, missing values); here only shapes, names and y.
         X = as_pandas(X)        # a polars or Arrow table: its rows are taken by iloc
         check_has_columns(X, type(self).__name__)
+        check_row_count(X, type(self).__name__)
         if hasattr(X, "iloc"):
             # Inner fits see the caller's DataFrame (column names select
             # regression features), so only its names and width are checked

@@ -72,6 +72,8 @@ PLAIN, MISSING_BIN, LEVEL_SET = 0, 1, 2
 MAX_SET_BINS = 63
 # Rows per block when binning a column.
 BIN_BLOCK = 1 << 16
+# The most training rows: the builder's row orders are 32-bit integers.
+MAX_ROWS = (1 << 31) - 1
 
 
 # --------------------------------------------------------------------------
@@ -188,6 +190,18 @@ def check_has_columns(X, estimator_name):
     if _is_frame(X) and X.shape[1] == 0:
         raise ValueError(f"Found array with 0 feature(s) (shape={tuple(X.shape)}) while a "
                          f"minimum of 1 is required by {estimator_name}.")
+
+
+def check_row_count(X, estimator_name):
+    """Refuse more rows than the tree builder indexes, before any copy of them.
+
+    Its row orders are 32-bit integers.
+    """
+    shape = getattr(X, "shape", None)
+    n_rows = shape[0] if shape is not None and len(shape) > 0 else None
+    if isinstance(n_rows, numbers.Integral) and n_rows > MAX_ROWS:
+        raise ValueError(f"X has {n_rows} rows; {estimator_name} fits at most {MAX_ROWS} "
+                         "(2**31 - 1) rows: fit on a sample of them")
 
 
 def _column_name(names, j):
@@ -939,6 +953,7 @@ class Preparation:
         X = as_pandas(X)
         check_has_columns(X, type(estimator).__name__)
         if reset:
+            check_row_count(X, type(estimator).__name__)
             if not (hasattr(X, "shape") and len(X.shape) == 2):
                 X = check_array(X, dtype=None, ensure_all_finite=False)
             names = [str(c) for c in X.columns] if _is_frame(X) else None

@@ -603,3 +603,16 @@ def test_a_column_constant_on_a_leaf_gets_no_coefficient():
         slope = zc @ (y[rows] - y[rows].mean()) / (zc @ zc + n * kappa)
         fitted = y[rows].mean() + slope * zc
         np.testing.assert_allclose(model.predict(X[rows]), fitted, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("Estimator", [CholeskyTreeRegressor, CLARITreeRegressor,
+                                       CLARITreeRegressorCV])
+def test_more_rows_than_the_builder_indexes_are_refused_before_any_copy(Estimator):
+    # A view of 2**31 rows that takes no memory (row orders are 32-bit).
+    from numpy.lib.stride_tricks import as_strided
+
+    X = as_strided(np.zeros(1), shape=(2**31, 1), strides=(0, 0))
+    y = as_strided(np.zeros(1), shape=(2**31,), strides=(0,))
+    with pytest.raises(ValueError, match=r"X has 2147483648 rows; \w+ fits at most "
+                                         r"2147483647 \(2\*\*31 - 1\) rows"):
+        Estimator().fit(X, y)
