@@ -348,7 +348,7 @@ def _num(value, digits):
 def _rounded(value, digits):
     """``value`` rounded to ``digits`` significant digits, as a float (None: as is)."""
     value = float(value)
-    return value if digits is None or not np.isfinite(value) else float(f"{value:.{digits}e}")
+    return value if digits is None or not np.isfinite(value) else float(f"{value:.{digits - 1}e}")
 
 
 def _exact(value):

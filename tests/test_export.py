@@ -375,6 +375,15 @@ def test_leaf_table_reproduces_predictions(model, data):
     np.testing.assert_allclose(pred, model.predict(X), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("digits", [1, 2, 4])
+def test_leaf_table_rounds_to_the_significant_digits_asked(model, digits):
+    exact = leaf_table(model, significant_digits=None)
+    table = leaf_table(model, significant_digits=digits)
+    numbers = [c for c in exact.columns if c not in ("leaf", "rule", "n_samples")]
+    want = exact[numbers].map(lambda v: float(f"{v:.{digits}g}"))
+    pd.testing.assert_frame_equal(table[numbers], want)
+
+
 def test_leaf_table_rules_select_the_leaf_rows(model, data):
     X, _ = data
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
