@@ -342,10 +342,12 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
         _close_progress(progress)
     counters = context.counters()
     report = context.search_report()
-    if not report["complete"] and isinstance(builder, LookaheadBuilder) \
-            and builder.lookahead_depth >= 2:
+    if _cut_deep_search(report, builder):
         # A depth-k search cut short refines committed children greedily,
         # which can fall behind the greedy tree: keep whichever is better.
+        # The search's workspaces (histograms) go first, not beside the
+        # greedy fit's.
+        del builder, context
         greedy_splitter = make_splitter(*prep.bins(data.X, max_hist_bins))
         greedy_objective, greedy_nodes = GreedyBuilder(BuildContext(
             greedy_splitter, criterion, estimator.max_depth, leaf_cost, msl)).build()
@@ -378,6 +380,12 @@ def _fit_tree(estimator, X, y, sample_weight=None, *, route=SearchRoute.AUTO,
     return estimator, counters
 
 
+def _cut_deep_search(report, builder):
+    """Whether a lookahead search of depth >= 2 was cut short by its time limit."""
+    return (not report["complete"] and isinstance(builder, LookaheadBuilder)
+            and builder.lookahead_depth >= 2)
+
+
 def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_limit,
               leaf_penalties, n_threads, fresh_splitter):
     """The leaf-penalty path part of ``_fit_tree``: fitted copies, one per penalty.
@@ -393,17 +401,17 @@ def _fit_path(estimator, prep, data, splitter, criterion, msl, progress, time_li
     costs = np.array([float(lam) * data.tss for lam in leaf_penalties])
     results = builder.build_path(PathState(costs, estimator.max_depth, context.n_threads))
     counters = context.counters()
+    counters["n_threads"] = context.n_threads
     report = context.search_report()
-    if not report["complete"] and isinstance(builder, LookaheadBuilder) \
-            and builder.lookahead_depth >= 2:
+    if _cut_deep_search(report, builder):
         # As in _fit_tree: children refined greedily after a depth-k search
         # was cut short can fall behind the greedy tree; keep the better.
+        del builder, context
         greedy = GreedyBuilder(BuildContext(fresh_splitter(), criterion, estimator.max_depth,
                                             0.0, msl)).build_path(
             PathState(costs, estimator.max_depth, 1))
         results = [g if g[0] < r[0] else r for r, g in zip(results, greedy, strict=True)]
     counters["search"] = report
-    counters["n_threads"] = context.n_threads
     if not report["complete"]:
         warnings.warn(_time_limit_message(time_limit, report), UserWarning,
                       stacklevel=user_stacklevel())

@@ -165,6 +165,33 @@ def _take(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
+def _run_tasks(jobs, n_jobs, verbose):
+    """Run the CV tasks with joblib; with ``verbose``, show how many are done.
+
+    The count needs results as they come (joblib's generator); a backend
+    that cannot give them so (dask's, with older joblib) runs without it.
+    """
+    parallel_verbose = max(0, int(verbose) - 1)
+    if verbose:
+        progress = _Progress("CV path fits")
+        try:
+            results = Parallel(n_jobs=n_jobs, verbose=parallel_verbose,
+                               return_as="generator")(jobs)
+        except ValueError as exc:
+            if "return_as" not in str(exc):
+                raise
+        else:
+            out = []
+            try:
+                for res in results:
+                    out.append(res)
+                    progress(len(out), len(jobs))
+            finally:
+                _close_progress(progress)
+            return out
+    return Parallel(n_jobs=n_jobs, verbose=parallel_verbose)(jobs)
+
+
 def _path_task(estimator, X, y, sample_weight, score_weight, train, test, penalties,
                scorer, several=False):
     """Fit the path on one fold's training rows and score every tree.
@@ -457,22 +484,11 @@ class _CVMixin:
             threads = total // min(total, len(tasks))
             if threads > 1:
                 base.set_params(n_jobs=threads)
-        parallel = Parallel(n_jobs=self.n_jobs, verbose=max(0, int(self.verbose) - 1),
-                            return_as="generator")
-        results = parallel(
-            delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
-                                y_checked, sample_weight, score_weight, folds[f][0],
-                                folds[f][1], penalties, scorer, several)
-            for f, j in tasks)
-        out = []
-        progress = _Progress("CV path fits") if self.verbose else None
-        try:
-            for res in results:
-                out.append(res)
-                if progress is not None:
-                    progress(len(out), len(tasks))
-        finally:
-            _close_progress(progress)
+        jobs = [delayed(_path_task)(clone(base).set_params(ridge_alpha=alphas[j]), data,
+                                    y_checked, sample_weight, score_weight, folds[f][0],
+                                    folds[f][1], penalties, scorer, several)
+                for f, j in tasks]
+        out = _run_tasks(jobs, self.n_jobs, self.verbose)
 
         n_lam, n_alpha, n_splits = len(penalties), len(alphas), len(folds)
         shape = (n_lam, n_alpha, n_splits)

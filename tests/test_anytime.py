@@ -274,3 +274,32 @@ def test_a_path_cut_short_is_never_worse_than_the_greedy_path(time_limit):
     for lam, fitted in zip(penalties, path, strict=True):
         greedy = CholeskyTreeRegressor(max_depth=3, n_thresholds=8, leaf_penalty=lam).fit(X, y)
         assert fitted.objective_ <= greedy.objective_ * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("path", [False, True])
+def test_the_greedy_fallback_runs_after_the_cut_search_is_freed(path, monkeypatch):
+    # After a depth-2 search cut short, a greedy fit is compared with it:
+    # the search's workspaces (histograms) must be freed first, or the fit
+    # holds both at once (twice its memory).
+    import gc
+
+    from clarytree import _classes, leaf_penalty_path
+
+    live = []
+
+    class CountingGreedy(GreedyBuilder):
+        def __init__(self, ctx):
+            gc.collect()
+            live.append(sum(isinstance(o, BuildContext) for o in gc.get_objects()))
+            super().__init__(ctx)
+
+    monkeypatch.setattr(_classes, "GreedyBuilder", CountingGreedy)
+    X, y = make_piecewise_linear(n_samples=400, n_features=4, noise=0.5, random_state=0)
+    est = CLARITreeRegressor(max_depth=3, lookahead_depth=2, time_limit=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if path:
+            leaf_penalty_path(est, X, y, [1e-2, 1e-3])
+        else:
+            est.fit(X, y)
+    assert live and live[-1] == 1, live       # the fallback's own context only

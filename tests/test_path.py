@@ -477,6 +477,27 @@ def test_cv_verbose_shows_progress_on_stderr(n_jobs, capsys):
     assert model.best_estimator_.get_params()["verbose"] == 0
 
 
+def test_cv_verbose_runs_on_a_backend_without_result_generators(monkeypatch, capsys):
+    # dask's backend with joblib < 1.4 refuses return_as="generator": the
+    # CV then runs without its count of finished fits, with the same result.
+    from clarytree import _path
+
+    class NoGenerators(joblib.Parallel):
+        def __init__(self, *args, return_as="list", **kwargs):
+            if return_as != "list":
+                raise ValueError("Backend does not support return_as=generator")
+            super().__init__(*args, **kwargs)
+
+    X, y = _data(n=120)
+    params = dict(leaf_penalties=[1e-1, 1e-2], ridge_alphas=[1e-1, 1e-3], cv=3)
+    ref = CholeskyTreeRegressorCV(**params).fit(X, y)
+    monkeypatch.setattr(_path, "Parallel", NoGenerators)
+    model = CholeskyTreeRegressorCV(verbose=1, **params).fit(X, y)
+    assert "CV path fits" not in capsys.readouterr().err
+    np.testing.assert_array_equal(model.cv_results_["mean_test_score"],
+                                  ref.cv_results_["mean_test_score"])
+
+
 def test_plot_cv_path():
     import matplotlib
 
