@@ -130,32 +130,38 @@ def test_progress_callback_exception_propagates():
     assert LookaheadBuilder(ctx2, GreedyBuilder(ctx2)).build()[0] > 0
 
 
-CHILD = textwrap.dedent("""
-    import signal, sys, time
+# A child process: the opening, the lines that make ``model`` and the data
+# (``X``, ``y``), then the fit that the test interrupts.
+CHILD_OPENING = textwrap.dedent("""
+    import signal, sys
     # A child started from a background job inherits SIGINT as ignored, and
     # Python then installs no handler: restore the interactive default.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from clarytree import CLARITreeRegressor
-    from clarytree.datasets import make_piecewise_linear
-    X, y = make_piecewise_linear(n_samples=20000, n_features=6, noise=0.5,
-                                 random_state=0)
-    model = CLARITreeRegressor(max_depth=4, lookahead_depth=2,
-                               verbose=int(sys.argv[1]), n_jobs=int(sys.argv[2]))
-    model.fit(X[:300], y[:300])
+    from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+""")
+CHILD_FIT = textwrap.dedent("""
     print("fitting", flush=True)
     try:
         model.fit(X, y)
         print("finished", flush=True)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
-        # The refit did not finish: nothing of it, nor of the first fit, is
+        # The fit did not finish: nothing of it, nor of an earlier fit, is
         # left to predict with.
         print("forgotten", not hasattr(model, "tree_")
               and not hasattr(model, "_preparation") and not hasattr(model, "n_features_in_"),
               flush=True)
-        small = CLARITreeRegressor(max_depth=2).fit(X[:300], y[:300])
+        small = CLARITreeRegressor(max_depth=2).fit(X[:300, :5], y[:300])
         print("usable", small.get_n_leaves() >= 1, flush=True)
 """)
+CHILD = CHILD_OPENING + textwrap.dedent("""
+    from clarytree.datasets import make_piecewise_linear
+    X, y = make_piecewise_linear(n_samples=20000, n_features=6, noise=0.5,
+                                 random_state=0)
+    model = CLARITreeRegressor(max_depth=4, lookahead_depth=2,
+                               verbose=int(sys.argv[1]), n_jobs=int(sys.argv[2]))
+    model.fit(X[:300], y[:300])
+""") + CHILD_FIT
 
 
 def _interrupt(script, args, tmp_path):
@@ -197,11 +203,8 @@ def test_ctrl_c_stops_a_long_fit(verbose, n_jobs, tmp_path):
     assert waited < 10.0
 
 
-WIDE_CHILD = textwrap.dedent("""
-    import signal, sys
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+WIDE_CHILD = CHILD_OPENING + textwrap.dedent("""
     import numpy as np
-    from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 400))
     y = X[:, 0] + (X[:, 1] > 0) + rng.normal(size=3000)
@@ -210,15 +213,7 @@ WIDE_CHILD = textwrap.dedent("""
     params = dict(max_depth=2, min_samples_leaf=20)
     model = (CholeskyTreeRegressor(**params) if sys.argv[1] == "greedy"
              else CLARITreeRegressor(n_jobs=int(sys.argv[2]), **params))
-    print("fitting", flush=True)
-    try:
-        model.fit(X, y)
-        print("finished", flush=True)
-    except KeyboardInterrupt:
-        print("interrupted", flush=True)
-        small = CLARITreeRegressor(max_depth=2).fit(X[:200, :5], y[:200])
-        print("usable", small.get_n_leaves() >= 1, flush=True)
-""")
+""") + CHILD_FIT
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
