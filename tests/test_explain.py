@@ -535,6 +535,13 @@ def test_mbndt_regressor_exports_and_explain(mixed_frame):
     np.testing.assert_array_equal(table["prediction"], model.predict(rows))
     np.testing.assert_array_equal(table["intercept"], model.predict(rows))
     assert (table[["a", "b", "color", "city"]].to_numpy() == 0).all()
+    # The rules name the exact cuts, as for CLARITree: a shortened decimal
+    # can contradict a new row lying between it and the cut.
+    exact = leaf_table(model, exact_thresholds=True)
+    short = leaf_table(model)
+    assert list(exact["rule"]) != list(short["rule"])
+    expected = dict(zip(exact["leaf"], exact["rule"], strict=True))
+    assert list(table["rule"]) == [expected[leaf] for leaf in table["leaf"]]
 
 
 def test_mbndt_classifier_exports(mixed_frame):

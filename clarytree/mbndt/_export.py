@@ -338,7 +338,8 @@ class MultiwayFamily(TreeFamily):
     def contributions(self, estimator, X, names):
         from ._codegen import contributions
 
-        return contributions(estimator, X, names, _rules(estimator.tree_, names))
+        return contributions(estimator, X, names,
+                             _rules(estimator.tree_, names, exact_thresholds=True))
 
     def sql_cases(self, estimator, names, dialect, proba_of=None):
         from ._codegen import sql_cases
