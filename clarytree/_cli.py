@@ -1289,7 +1289,7 @@ def build_parser():
     _add_encoding(fit)
     _add_common_output(fit)
     _add_verbosity(fit)
-    fit.set_defaults(func=_cmd_fit)
+    fit.set_defaults(func=_cmd_fit, reads_tables=True)
 
     predict = sub.add_parser("predict", help="predict with a saved model",
                              description="Predict DATA with a model saved by 'fit --out'.")
@@ -1310,7 +1310,7 @@ def build_parser():
     predict.add_argument("--out", metavar="PREDICTIONS.csv",
                          help="write predictions here, as Parquet when the name ends in "
                               ".parquet or .pq, else as CSV (default: standard output)")
-    predict.set_defaults(func=_cmd_predict)
+    predict.set_defaults(func=_cmd_predict, reads_tables=True)
 
     export = sub.add_parser(
         "export", help="turn a saved model into SQL or Python code",
@@ -1362,7 +1362,7 @@ def build_parser():
     _add_encoding(mb)
     _add_common_output(mb)
     _add_verbosity(mb)
-    mb.set_defaults(func=_cmd_mbndt)
+    mb.set_defaults(func=_cmd_mbndt, reads_tables=True)
     return parser
 
 
@@ -1396,12 +1396,23 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"clarytree: warning: {message}", file=sys.stderr, flush=True)
 
 
+def _require_pandas(command):
+    # pandas reads the data files; it is not a dependency of the estimators.
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        raise UsageError(f"'clarytree {command}' reads its tables with pandas: "
+                         "pip install pandas") from None
+
+
 def _run(parser, argv):
     try:
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        if getattr(args, "reads_tables", False):
+            _require_pandas(args.command)
         return args.func(args)
     except UsageError as exc:
         _error(str(exc))

@@ -461,6 +461,7 @@ def test_python_export_takes_rows_of_nullable_frames(family):
     if family == "clari":
         model = CLARITreeRegressor(max_depth=3).fit(frame, y)
     else:
+        pytest.importorskip("torch")
         from clarytree.mbndt import MBNDTRegressor
 
         model = MBNDTRegressor(max_depth=2, n_restarts=1, max_epochs=30,
@@ -840,6 +841,7 @@ def test_exports_keep_awkward_names_and_levels_intact(family):
     if family == "clari":
         model = CLARITreeRegressor(max_depth=3).fit(frame, y)
     else:
+        pytest.importorskip("torch")
         from clarytree.mbndt import MBNDTRegressor
 
         model = MBNDTRegressor(max_depth=2, n_restarts=1, max_epochs=30,

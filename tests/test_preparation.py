@@ -1056,6 +1056,7 @@ def test_nested_cells_are_refused_naming_their_column(n):
     # MBNDT used str() of each cell below 256 rows (a list became a level)
     # and factorized above, so a model fitted on few rows failed on a
     # larger batch of the same data.
+    pytest.importorskip("torch")
     with pytest.raises(TypeError, match=message):
         MBNDTRegressor(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=2,
                        random_state=0).fit(X, y)
