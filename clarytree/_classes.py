@@ -957,7 +957,9 @@ class CLARITreeRegressor(_BaseLinearTree):
     refined recursively the same way.  ``lookahead_depth=k`` scores
     candidates with lookahead ``k - 1`` (all split combinations down to depth
     ``k``, greedy below); ``lookahead_depth >= max_depth`` is an exhaustive
-    search for the optimal tree within the threshold pools.  With one level
+    search for the optimal tree within the threshold pools (categorical
+    splits: within the prefixes of each node's level order; missing values:
+    each threshold's chosen direction).  With one level
     left a node chooses greedily (the two are equivalent there).  Candidates
     inducing the same partition are scored once.
 """
