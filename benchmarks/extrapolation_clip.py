@@ -65,7 +65,11 @@ def main(argv=None):
 
     tables = regression_datasets(args.data_dir)
     if args.datasets:
-        wanted = set(args.datasets.split(","))
+        wanted = args.datasets.split(",")
+        unknown = sorted(set(wanted) - {t["name"] for t in tables})
+        if unknown and tables:
+            sys.exit(f"no table {', '.join(unknown)} in {args.data_dir}; available: "
+                     + ", ".join(sorted(t["name"] for t in tables)))
         tables = [t for t in tables if t["name"] in wanted]
     if not tables:
         sys.exit(f"no regression tables found in {args.data_dir}")

@@ -1,8 +1,10 @@
 """One training epoch of MBNDT (multi-branch differentiable trees).
 
 Skipped (``NotImplementedError`` in ``setup``) when torch or
-``clarytree.mbndt`` is not available. One epoch: ``stage1_epochs=0``,
-``max_epochs=1``, on a binary task with ``n`` rows and 8 features, CPU.
+``clarytree.mbndt`` is not available. One epoch per stage: each of the
+``n_restarts`` initializations trains one stage-1 epoch, the selected one one
+stage-2 epoch (``stage1_epochs=1``, ``max_epochs=1``), on a binary task with
+``n`` rows and 8 features, CPU.
 """
 
 import numpy as np
@@ -25,7 +27,7 @@ class MBNDTEpoch:
         self.X = rng.standard_normal((n, 8))
         logit = self.X[:, 0] - 0.5 * self.X[:, 1] * (self.X[:, 2] > 0)
         self.y = (logit + 0.3 * rng.standard_normal(n) > 0).astype(int)
-        self.model = MBNDTClassifier(max_depth=3, n_restarts=n_restarts, stage1_epochs=0,
+        self.model = MBNDTClassifier(max_depth=3, n_restarts=n_restarts, stage1_epochs=1,
                                      max_epochs=1, patience=1, random_state=0)
 
     def time_one_epoch(self, n, n_restarts):
