@@ -47,6 +47,8 @@ _TABLE_ARRAYS = ("missing_go_left", "is_categorical", "categories_left",
 # Training statistics of every node (clarytree._explain.node_statistics):
 # boxes and target ranges (unbounded by default) and the model shares of the
 # feature importances (0 by default).
+# fill_value has one entry per feature, the others one per node.
+_PER_NODE_TABLE_ARRAYS = tuple(name for name in _TABLE_ARRAYS if name != "fill_value")
 _STAT_ARRAYS = ("box_lower", "box_upper", "target_lower", "target_upper", "model_share")
 # Categorical splits send a set of level codes left, as a 256-bit set.
 MAX_CATEGORIES = 256
@@ -201,7 +203,7 @@ cdef class Tree:
         count = self.node_count
         if count < 1:
             raise ValueError("a tree needs at least one node")
-        for name in _ARRAYS + _OPTIONAL_ARRAYS + _TABLE_ARRAYS[:-1]:
+        for name in _ARRAYS + _OPTIONAL_ARRAYS + _PER_NODE_TABLE_ARRAYS:
             if getattr(self, name).shape[0] != count:
                 raise ValueError(f"{name} must have {count} entries")
         if self.fill_value.shape != (self.n_features,):
