@@ -24,9 +24,12 @@ def _empty_workdir(tmp_path_factory):
     _WORKDIR["path"] = tmp_path_factory.mktemp("cwd")
 
 
-def run(*args):
+def run(*args, pythonpath=None):
+    """Run ``python -m clarytree *args``; ``pythonpath`` puts stub modules first."""
     env = dict(os.environ, MPLBACKEND="Agg")
     env.pop("CLARYTREE_DEBUG", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run([sys.executable, "-m", "clarytree", *map(str, args)],
                           capture_output=True, text=True, cwd=_WORKDIR["path"], env=env,
                           timeout=300)
@@ -197,10 +200,7 @@ def test_parquet_without_an_engine_is_one_line(tmp_path):
         (stubs / f"{engine}.py").write_text("raise ImportError('not installed')\n")
     path = tmp_path / "table.parquet"
     path.write_bytes(b"PAR1")
-    env = dict(os.environ, PYTHONPATH=str(stubs))
-    result = subprocess.run([sys.executable, "-m", "clarytree", "fit", str(path), "--target",
-                             "y"], capture_output=True, text=True, cwd=_WORKDIR["path"],
-                            env=env, timeout=300)
+    result = run("fit", path, "--target", "y", pythonpath=stubs)
     assert_usage_error(result, "reading Parquet needs pyarrow", "pip install pyarrow")
 
 
@@ -211,18 +211,13 @@ def test_commands_that_read_tables_name_pandas_when_it_is_missing(data_csv, tmp_
     stubs = tmp_path / "stubs"
     stubs.mkdir()
     (stubs / "pandas.py").write_text("raise ImportError('not installed')\n")
-    env = dict(os.environ, PYTHONPATH=str(stubs))
     for command in (["fit", data_csv, "--target", "target"],
                     ["predict", tmp_path / "model.joblib", data_csv],
                     ["mbndt", data_csv, "--target", "target"]):
-        result = subprocess.run([sys.executable, "-m", "clarytree", *map(str, command)],
-                                capture_output=True, text=True, cwd=_WORKDIR["path"],
-                                env=env, timeout=300)
+        result = run(*command, pythonpath=stubs)
         assert_usage_error(result, f"'clarytree {command[0]}' reads its tables with pandas",
                            "pip install pandas")
-    result = subprocess.run([sys.executable, "-m", "clarytree", "demo", "--n-samples", "400"],
-                            capture_output=True, text=True, cwd=_WORKDIR["path"],
-                            env=env, timeout=300)
+    result = run("demo", "--n-samples", 400, pythonpath=stubs)
     assert result.returncode == 0, result.stderr
 
 
@@ -505,10 +500,7 @@ def test_mbndt_without_torch(data_csv, tmp_path):
     shadow = tmp_path / "shadow"
     shadow.mkdir()
     (shadow / "torch.py").write_text("raise ImportError('torch is hidden in this test')\n")
-    env = dict(os.environ, PYTHONPATH=str(shadow))
-    result = subprocess.run([sys.executable, "-m", "clarytree", "mbndt", str(data_csv),
-                             "--target", "target"], capture_output=True, text=True,
-                            cwd=_WORKDIR["path"], env=env, timeout=300)
+    result = run("mbndt", data_csv, "--target", "target", pythonpath=shadow)
     assert_usage_error(result, "needs PyTorch")
 
 
