@@ -152,12 +152,17 @@ def table_paths(data_dir, folder, names, suffix):
     paths = {name: where / f"{name}{suffix}" for name in names.split(",")}
     missing = [name for name, path in paths.items() if not path.is_file()]
     if missing:
-        available = sorted(p.name[:-len(suffix)] for p in where.glob(f"*{suffix}")) \
+        available = [p.name[:-len(suffix)] for p in where.glob(f"*{suffix}")] \
             if where.is_dir() else []
-        sys.exit(f"no table {', '.join(missing)} in {where}"
-                 + (f"; available: {', '.join(available)}" if available
-                    else " (pass --data-dir, the folder holding the shared datasets)"))
+        exit_unknown_tables(missing, available, where)
     return paths
+
+
+def exit_unknown_tables(unknown, available, where):
+    """Exit naming the ``unknown`` tables and the ``available`` ones in ``where``."""
+    sys.exit(f"no table {', '.join(unknown)} in {where}"
+             + (f"; available: {', '.join(sorted(available))}" if available
+                else " (pass --data-dir, the folder holding the shared datasets)"))
 
 
 def as_float(value):

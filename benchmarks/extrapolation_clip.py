@@ -21,7 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # _common pins the BLAS pools to one thread before numpy loads.
-from _common import DEFAULT_DATA_DIR, read_table, regression_datasets  # noqa: E402
+from _common import (  # noqa: E402
+    DEFAULT_DATA_DIR,
+    exit_unknown_tables,
+    read_table,
+    regression_datasets,
+)
 
 
 def _run_split(X, y, seed, args):
@@ -66,10 +71,10 @@ def main(argv=None):
     tables = regression_datasets(args.data_dir)
     if args.datasets:
         wanted = args.datasets.split(",")
-        unknown = sorted(set(wanted) - {t["name"] for t in tables})
+        names = [t["name"] for t in tables]
+        unknown = [name for name in wanted if name not in names]
         if unknown and tables:
-            sys.exit(f"no table {', '.join(unknown)} in {args.data_dir}; available: "
-                     + ", ".join(sorted(t["name"] for t in tables)))
+            exit_unknown_tables(unknown, names, args.data_dir)
         tables = [t for t in tables if t["name"] in wanted]
     if not tables:
         sys.exit(f"no regression tables found in {args.data_dir}")

@@ -44,11 +44,11 @@ def _rebuild(arrays):
 # describe a tree of numeric splits fitted without missing values or weights.
 _TABLE_ARRAYS = ("missing_go_left", "is_categorical", "categories_left",
                  "weighted_n_node_samples", "fill_value")
+# fill_value has one entry per feature, the others one per node.
+_PER_NODE_TABLE_ARRAYS = tuple(name for name in _TABLE_ARRAYS if name != "fill_value")
 # Training statistics of every node (clarytree._explain.node_statistics):
 # boxes and target ranges (unbounded by default) and the model shares of the
 # feature importances (0 by default).
-# fill_value has one entry per feature, the others one per node.
-_PER_NODE_TABLE_ARRAYS = tuple(name for name in _TABLE_ARRAYS if name != "fill_value")
 _STAT_ARRAYS = ("box_lower", "box_upper", "target_lower", "target_upper", "model_share")
 # Categorical splits send a set of level codes left, as a 256-bit set.
 MAX_CATEGORIES = 256
