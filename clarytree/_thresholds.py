@@ -27,6 +27,10 @@ def repeated_quantile(values, weights, levels):
     """
     cum = np.cumsum(weights)
     total = cum[-1]
+    if total <= 1:
+        # The repeated sample is one position long and holds the smallest
+        # value (the limit of the squeeze towards it as the total falls to 1).
+        return np.full(np.shape(levels), values[0], dtype=np.float64)
     virtual = (total - 1) * levels
     previous = np.floor(virtual)
     above = virtual >= total - 1
@@ -103,7 +107,7 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
             return np.unique(repeated_quantile(values, counts, levels)) + 0.0
         weights = np.bincount(inverse.ravel(), weights=sample_weight,
                               minlength=values.shape[0])
-        return np.unique(repeated_quantile(values, weights, levels))
+        return np.unique(repeated_quantile(values, weights, levels)) + 0.0
     # Near the float64 maximum, max - min and the sums of two edges
     # overflow: the pool is computed at a power-of-two sixteenth (exact) and
     # scaled back.

@@ -392,6 +392,20 @@ def test_warns_when_no_split_is_admissible():
                       r"0.02 of the total sample_weight of 1 .*rescale it"):
         CholeskyTreeRegressor(max_depth=2, min_samples_leaf=0.02).fit(
             X, y, sample_weight=np.full(1000, 1e-3))
+    # A total of at most 1 (rounding can leave w / w.sum() just below it, or
+    # exactly at it) squeezes every quantile onto the smallest value, not
+    # onto the largest, which would split nothing and blame constant columns.
+    for total in (1.0, 0.5):
+        w = np.random.default_rng(3).uniform(0.5, 1.5, 1000)
+        w *= total / w.sum()
+        with pytest.warns(UnsplittableWarning,
+                          match=rf"no threshold leaves min_samples_leaf = {0.02 * total:g} "
+                          rf"of the total sample_weight of {total:g} .*rescale it"):
+            model = CholeskyTreeRegressor(max_depth=2, min_samples_leaf=0.02).fit(
+                X, y, sample_weight=w)
+        for f, pool in enumerate(model._preparation.thresholds_):
+            smallest, second = np.unique(X[:, f])[:2]
+            assert len(pool) and pool.min() >= smallest and pool.max() < second
     # Zero-weight rows are dropped: columns that vary only through them are
     # constant for the fit, and the message says why.
     with pytest.warns(UnsplittableWarning, match=r"constant over the 3 rows with positive "

@@ -86,6 +86,20 @@ def test_every_rule_binds_in_the_repetition_test():
     assert np.any(tree.n_node_samples[leaves] != tree.weighted_n_node_samples[leaves])
 
 
+def test_weighted_pool_keeps_the_sign_of_zero_of_the_repeated_rows():
+    # The median lands on a -0.0 of the data: the repeated rows' pool holds
+    # +0.0, and so does the weighted one, so the exports print the same
+    # "<= 0.0".
+    from clarytree._thresholds import threshold_pool
+
+    x = np.array([-3.0, -2.0, -1.0, -0.0, 1.0, 2.0, 3.0])
+    w = np.full(x.shape, 2.0)
+    repeated = threshold_pool(np.repeat(x, 2), 1)
+    weighted = threshold_pool(x, 1, sample_weight=w)
+    np.testing.assert_array_equal(weighted, [0.0])
+    np.testing.assert_array_equal(np.signbit(weighted), np.signbit(repeated))
+
+
 @pytest.mark.parametrize("leaf_model", ["linear", "constant"])
 def test_zero_weights_equal_dropped_rows(leaf_model):
     X, y, _ = weighted_data(1)
