@@ -830,7 +830,7 @@ def test_exports_keep_awkward_names_and_levels_intact(family):
     # compiles (a line break ended a comment) with the rows predicted alike.
     rng = np.random.default_rng(1)
     n = 400
-    names = ["a b", 'q"uote', "it's", "back\\slash", 'tri"""ple', "two\nlines"]
+    names = ["a b", 'q"uote', "it's", "back\\slash", 'tri"""ple', 'four""""', "two\nlines"]
     levels = ["plain", "it's", 'say "hi"', "back\\slash", "line\nbreak", "", "NULL"]
     frame = pd.DataFrame({name: rng.normal(size=n) for name in names[:-1]})
     frame[names[-1]] = pd.Series(rng.choice(levels, n), dtype=object)
@@ -861,6 +861,7 @@ def test_exports_keep_awkward_names_and_levels_intact(family):
     exec(compile(export_python(model), "<clarytree>", "exec"), namespace)
     assert "two\\nlines" in namespace["predict"].__doc__
     assert 'tri"""ple' in namespace["predict"].__doc__
+    assert 'four""""' in namespace["predict"].__doc__
     records = [[None if isinstance(v, float) and v != v else v for v in row]
                for row in frame.astype(object).to_numpy().tolist()]
     np.testing.assert_array_equal([namespace["predict"](r) for r in records], want)
