@@ -118,6 +118,8 @@ def _satisfies(constraint, value):
         return value is None
     if isinstance(constraint, type):
         return isinstance(value, constraint)
+    if constraint is callable:
+        return callable(value)
     if constraint == "boolean":
         return isinstance(value, (bool, np.bool_))
     if constraint == "verbose":
@@ -134,6 +136,16 @@ def _satisfies(constraint, value):
     raise ValueError(f"unknown parameter constraint {constraint!r}")
 
 
+def _describe(constraint):
+    if constraint is None:
+        return "None"
+    if constraint is callable:
+        return "a callable"
+    if isinstance(constraint, type):
+        return constraint.__name__
+    return str(constraint)
+
+
 def _validate_constraints(constraints, params, caller_name):
     for name, value in params.items():
         if name not in constraints or constraints[name] == "no_validation":
@@ -141,8 +153,7 @@ def _validate_constraints(constraints, params, caller_name):
         options = constraints[name]
         if any(_satisfies(c, value) for c in options):
             continue
-        described = [("None" if c is None else str(c.__name__ if isinstance(c, type) else c))
-                     for c in options]
+        described = [_describe(c) for c in options]
         raise _InvalidParameterError(
             f"The {name!r} parameter of {caller_name} must be "
             f"{' or '.join(described)}. Got {value!r} instead.")

@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 import clarytree
-from clarytree import CholeskyTreeRegressor, CLARITreeRegressor
+from clarytree import (
+    CholeskyTreeRegressor,
+    CholeskyTreeRegressorCV,
+    CLARITreeRegressor,
+    CLARITreeRegressorCV,
+)
 from clarytree import _sklearn_compat as compat
 
 PACKAGE = Path(clarytree.__file__).resolve().parent
@@ -57,6 +62,9 @@ def _fallback_constraints(constraints):
     """The same constraints built from the fallback classes."""
     out = {}
     for name, options in constraints.items():
+        if options == "no_validation":
+            out[name] = options
+            continue
         converted = []
         for c in options:
             if hasattr(c, "closed") and hasattr(c, "left"):
@@ -73,11 +81,12 @@ def _fallback_constraints(constraints):
 _VALUES = [None, True, False, 0, 1, 2, 3, 64, 65, -1, 0.0, 0.5, 1.0, 1.5, -0.5, 1e-3,
            np.nan, np.inf, "auto", "linear", "constant", "quantile", "uniform", "gain",
            "random", "cpu", "bogus", [0, 1], np.array([True, False]), (0,),
-           np.random.RandomState(0), np.int64(3), np.float64(0.25)]
+           np.random.RandomState(0), np.int64(3), np.float64(0.25), len]
 
 
 def _estimators():
-    ests = [CLARITreeRegressor(), CholeskyTreeRegressor()]
+    ests = [CLARITreeRegressor(), CholeskyTreeRegressor(), CLARITreeRegressorCV(),
+            CholeskyTreeRegressorCV()]
     try:
         from clarytree.mbndt import MBNDTClassifier, MBNDTRegressor
     except ImportError:  # pragma: no cover
