@@ -346,6 +346,40 @@ def test_tighter_leaf_budget_gives_fewer_leaves():
     assert tight.n_leaves_ < loose.n_leaves_
 
 
+def test_each_restart_stops_on_its_own_stage1_patience(mixed_data, capsys):
+    # The paper runs stage 1 from each initialization on its own (patience 8
+    # of 40 epochs): a restart's checkpoint is its best validation loss up to
+    # the epoch where its own patience ran out, however long the others go on.
+    X, y = mixed_data
+    patience = 24 // 3
+    cut_short = 0
+    for seed in range(4):
+        model = MBNDTClassifier(max_depth=3, n_branches=3, n_restarts=5, stage1_epochs=40,
+                                patience=24, max_epochs=1, random_state=seed,
+                                verbose=2).fit(X, y)
+        logged = np.array([[float(v) for v in re.search(r"val loss \[([^\]]*)\]", line)
+                            .group(1).split()]
+                           for line in capsys.readouterr().out.splitlines()
+                           if "stage 1 epoch" in line])
+        alone = []
+        for losses in logged.T:
+            best, since, stop = np.inf, 0, len(losses)
+            for epoch, loss in enumerate(losses):
+                best, since = (loss, 0) if loss < best else (best, since + 1)
+                if since >= patience:
+                    stop = epoch + 1
+                    break
+            alone.append(losses[:stop].min())
+            cut_short += losses[stop:].min(initial=np.inf) < alone[-1]
+        info = model.train_info_
+        np.testing.assert_allclose(info["stage1_val_loss"], alone, atol=1e-4)
+        # (the log rounds to 4 decimals)
+        assert alone[info["selected_restart"]] <= min(alone) + 1e-4
+    # Some restart found a lower loss after its own patience ran out (which
+    # the stage must not keep).
+    assert cut_short > 0
+
+
 # ----------------------------------------------------- persistence
 def test_import_does_not_load_torch(tmp_path):
     code = "import sys, clarytree, clarytree.mbndt; assert 'torch' not in sys.modules"

@@ -502,7 +502,9 @@ _COMMON_PARAMS_DOC = """
     max_epochs : int, default=500
         Maximum number of stage-2 epochs.
     stage1_epochs : int, default=40
-        Length of the restart-selection stage (patience ``patience // 3``).
+        Length of the restart-selection stage, in which each restart stops
+        on its own patience, ``max(1, patience // 3)`` epochs without a lower
+        validation loss, and the restart with the lowest one continues.
         0 skips it: the first initialization continues, whatever
         ``n_restarts``.
     patience : int, default=25

@@ -143,12 +143,15 @@ class _Budget:
         self.n += 1
         return self.mu * v + 0.5 * self.rho * v * v
 
-    def end_epoch(self):
+    def end_epoch(self, running):
+        """Update the multipliers of the restarts still ``running`` (a bool mask)."""
         if not self.active or self.n == 0:
             return
         mean_v = self.acc / self.n
-        self.ema = self.ema_coef * self.ema + (1 - self.ema_coef) * mean_v
-        self.mu = (self.mu + self.step * self.ema).clamp_min(0)
+        keep = torch.as_tensor(running, device=self.mu.device)
+        ema = self.ema_coef * self.ema + (1 - self.ema_coef) * mean_v
+        self.ema = torch.where(keep, ema, self.ema)
+        self.mu = torch.where(keep, (self.mu + self.step * self.ema).clamp_min(0), self.mu)
         self.acc.zero_()
         self.n = 0
 
@@ -161,6 +164,11 @@ class _Budget:
 def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, patience,
                select_on_loss, log_prefix):
     """Train all restarts of ``model`` for up to ``n_epochs``; keep per-restart best states.
+
+    Each restart stops on its own patience, as if it ran alone: after that its
+    checkpoint and leaf-budget multiplier stay as they were (its parameters
+    still move with the batch, which is cheaper than splitting it, but are
+    never read again).  The stage ends when every restart has stopped.
 
     Returns the best states (list of numpy dicts), best validation losses and scores.
     """
@@ -175,6 +183,7 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
     best_states = [model.state_numpy(r) for r in range(R)]
     since = np.zeros(R, dtype=np.int64)
     for epoch in range(n_epochs):
+        running = since < patience
         model.train()
         perm = torch.randperm(n, generator=gen).to(x_tr.device)
         tr_loss = torch.zeros(R, device=x_tr.device)
@@ -188,12 +197,12 @@ def _run_stage(model, budget, task_tr, task_va, x_tr, x_va, cfg, gen, n_epochs, 
             opt.zero_grad(set_to_none=True)
             loss.sum().backward()
             opt.step()
-        budget.end_epoch()
+        budget.end_epoch(running)
         with torch.no_grad():
             out_va, _ = model(x_va, need_soft=False)
             vloss = task_va.loss(out_va).cpu().numpy()
             vscore = task_va.score(out_va).cpu().numpy()
-        for r in range(R):
+        for r in np.flatnonzero(running):
             key = (-vloss[r],) if select_on_loss else (vscore[r], -vloss[r])
             if key > best_key[r][: len(key)] and not np.isnan(vloss[r]):
                 best_key[r] = key + (0.0,) * (2 - len(key))
