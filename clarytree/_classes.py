@@ -30,8 +30,9 @@ from ._splitter import SearchRoute, Splitter
 from ._tree import TREE_LEAF
 
 _SEMANTICS = """
-    The fitted tree minimizes (approximately; exactly for
-    ``lookahead_depth >= max_depth``) the objective
+    The fitted tree minimizes (approximately; a ``CLARITreeRegressor`` with
+    ``lookahead_depth >= max_depth`` exactly, among the candidate splits its
+    search tries: see ``lookahead_depth``) the objective
 
         sum over leaves [SSE_leaf + n * ridge_alpha * ||beta_leaf||^2]
         + leaf_penalty * TSS * n_leaves,
