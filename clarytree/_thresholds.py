@@ -101,12 +101,13 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
     if strategy == "quantile":
         levels = np.arange(1, n_thresholds + 1) / (n_thresholds + 1)
         if sample_weight is None:
-            counts = np.diff(np.flatnonzero(np.r_[first, True]))
-            # + 0.0: a zero threshold is +0 (numpy's quantile gave either
-            # sign, as its partition happened to order -0.0 and 0.0).
-            return np.unique(repeated_quantile(values, counts, levels)) + 0.0
-        weights = np.bincount(inverse.ravel(), weights=sample_weight,
-                              minlength=values.shape[0])
+            weights = np.diff(np.flatnonzero(np.r_[first, True]))
+        else:
+            weights = np.bincount(inverse.ravel(), weights=sample_weight,
+                                  minlength=values.shape[0])
+        # + 0.0: a zero threshold is +0, whichever zero the data held there
+        # (numpy's quantile gave either sign, as its partition happened to
+        # order -0.0 and 0.0).
         return np.unique(repeated_quantile(values, weights, levels)) + 0.0
     # Near the float64 maximum, max - min and the sums of two edges
     # overflow: the pool is computed at a power-of-two sixteenth (exact) and
