@@ -83,6 +83,13 @@ def as_pandas(X):
     if not is_foreign_table(X):
         return X
     if module == "polars":
+        wide = [X.get_column(name).cast(float)
+                for name, dtype in zip(X.columns, X.dtypes, strict=True)
+                if _dtype_name(dtype) in _WIDE_INTEGERS]
+        if wide:
+            # numpy has no 128-bit integers, and the splits read float64
+            # anyway (as they do an int64 column)
+            X = X.with_columns(wide)
         if all(_polars_kind(dtype) == "number" for dtype in X.dtypes):
             # numbers only: numpy reads it (no pandas needed), NaN and null
             # both becoming NaN
@@ -115,10 +122,18 @@ def _decimals_as_float(table):
     return table
 
 
+_WIDE_INTEGERS = ("Int128", "UInt128")
+
+
+def _dtype_name(dtype):
+    """The name of a polars dtype, given as an instance or as a class."""
+    return dtype.__name__ if isinstance(dtype, type) else type(dtype).__name__
+
+
 def _polars_kind(dtype):
     """'category', 'text', 'bool', 'number', 'time', 'null' or 'nested' for a
     polars dtype."""
-    name = type(dtype).__name__ if not isinstance(dtype, type) else dtype.__name__
+    name = _dtype_name(dtype)
     if name in ("Categorical", "Enum"):
         return "category"
     if name in ("String", "Utf8"):
@@ -153,7 +168,7 @@ def _polars_to_pandas(X, pd):
             # An Enum declares its categories; a Categorical (polars >= 2
             # keeps no fixed list) has the levels present, sorted as
             # pandas sorts a new categorical's.
-            categories = list(dtype.categories) if type(dtype).__name__ == "Enum" else None
+            categories = list(dtype.categories) if _dtype_name(dtype) == "Enum" else None
             values = pd.Categorical(values, categories=categories)
         elif kind == "number" and values.dtype == object:
             # Decimal

@@ -184,6 +184,26 @@ def test_unsupported_polars_columns_are_named():
         CLARITreeRegressor().fit(dates, [1.0, 2.0, 3.0, 4.0])
 
 
+def test_128_bit_integer_columns_are_numbers(monkeypatch):
+    # numpy has no 128-bit integers: polars' Int128 and UInt128 columns fit
+    # and predict as their float twins, with or without pandas.
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 1000, size=120).astype(float)
+    x[[3, 50]] = np.nan
+    z = rng.normal(size=120)
+    y = np.where(x > 400, 5.0, 0.0) + z + rng.normal(scale=0.1, size=120)
+    twin = pl.DataFrame({"x": x, "z": z}, nan_to_null=True)
+    reference = CLARITreeRegressor(max_depth=2).fit(twin, y)
+    for dtype in (pl.Int128, pl.UInt128):
+        P = twin.with_columns(pl.col("x").cast(pl.Int64).cast(dtype))
+        assert P.schema["x"] == dtype
+        model = CLARITreeRegressor(max_depth=2).fit(P, y)
+        assert_same_tree(model, reference)
+        np.testing.assert_array_equal(model.predict(P), reference.predict(twin))
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    np.testing.assert_array_equal(as_pandas(P), twin.to_numpy())
+
+
 def decimal_data(n=160):
     """Prices with two decimals (and a missing one), the target a step in them."""
     rng = np.random.default_rng(5)
