@@ -1061,8 +1061,18 @@ def leaf_table(estimator, feature_names=None, *, significant_digits=4,
 # --------------------------------------------------------------------------
 
 
+# The key under which a numpy RandomState parameter is written (as its state).
+_RANDOM_STATE_KEY = "numpy.random.RandomState"
+
+
 def _json_value(value):
     """Make a parameter value JSON-serializable (arrays and numpy scalars)."""
+    if isinstance(value, np.random.RandomState):
+        # Its current state (as pickle keeps it): a refit of the restored
+        # model draws what a refit of this one would.
+        return {_RANDOM_STATE_KEY: _json_value(value.get_state(legacy=False))}
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -1079,6 +1089,24 @@ def _json_value(value):
                     f"{type(value).__name__}")
 
 
+def _param_value(value):
+    """A parameter value read back from :func:`_json_value` output."""
+    if not (isinstance(value, dict) and list(value) == [_RANDOM_STATE_KEY]):
+        return value
+    state = value[_RANDOM_STATE_KEY]
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    bit_generator = getattr(np.random, name, None) if isinstance(name, str) else None
+    if not (isinstance(bit_generator, type)
+            and issubclass(bit_generator, np.random.BitGenerator)):
+        raise ValueError(f"invalid RandomState description: unknown bit generator {name!r}")
+    random_state = np.random.RandomState(bit_generator())
+    try:
+        random_state.set_state(state)
+    except (KeyError, IndexError, OverflowError, TypeError, ValueError) as exc:
+        raise ValueError(f"invalid RandomState description: {exc!r}") from None
+    return random_state
+
+
 def _version():
     from . import __version__
 
@@ -1092,6 +1120,8 @@ def to_dict(estimator):
     and every node array of the fitted tree, with floats kept exactly
     (``json.dumps`` writes the shortest round-trip representation), so
     :func:`from_dict` rebuilds an estimator with bit-identical predictions.
+    A ``random_state`` given as a ``numpy.random.RandomState`` is written
+    with its current state, as pickle keeps it.
 
     Parameters
     ----------
@@ -1187,7 +1217,10 @@ def from_dict(data):
         raise ValueError(f"unknown estimator {name!r} (known: {', '.join(sorted(_ESTIMATORS))})")
     cls, family = entry
     try:
-        estimator = cls(**data["params"])
+        params = data["params"]
+        if not isinstance(params, dict):
+            raise ValueError(f"params must be a dict, got {type(params).__name__}")
+        estimator = cls(**{k: _param_value(v) for k, v in params.items()})
         try:
             validate_params(estimator)
         except (TypeError, ValueError) as exc:
