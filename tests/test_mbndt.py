@@ -430,6 +430,44 @@ def test_reproducible_with_random_state():
     assert export_text(a) == export_text(b)
 
 
+def _encoding_of(model, column):
+    """'onehot' or 'target': how the fitted model encodes raw column ``column``."""
+    for name, _, cols in model.preprocessor_.transformers_:
+        if column in list(cols):
+            return name
+    raise AssertionError(f"column {column} is not encoded")
+
+
+@pytest.mark.parametrize("estimator, y, folds", [
+    (MBNDTClassifier, [0, 1, 2] * 4, 4),            # 4 rows in each class
+    (MBNDTClassifier, [0] * 3 + [1] * 9, 5),        # a small class: still 5
+    (MBNDTRegressor, np.arange(3.0), 3),            # 3 rows
+])
+def test_target_encoding_cross_fits_on_few_rows(estimator, y, folds):
+    # The target encoder cross-fits over 5 folds, fewer when the rows (for
+    # classes, the largest class) are fewer: small data fits with the
+    # column target encoded (it raised scikit-learn's n_splits error).
+    y = np.asarray(y)
+    X = pd.DataFrame({"city": [f"c{i % 11}" for i in range(len(y))]})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The least populated class")
+        model = estimator(**FAST, max_onehot_levels=1, random_state=0).fit(X, y)
+    assert _encoding_of(model, 0) == "target"
+    encoder = model.preprocessor_.named_transformers_["target"]
+    splits = encoder.cv if isinstance(encoder.cv, int) else encoder.cv.n_splits
+    assert splits == folds
+    assert model.predict(X).shape == y.shape
+
+
+def test_target_encoding_needs_two_rows_of_a_class():
+    # Every class a single row: no two folds to cross-fit, so the column is
+    # one-hot encoded, whatever max_onehot_levels says.
+    X = pd.DataFrame({"city": ["a", "b", "c"], "x": [0.0, 1.0, 2.0]})
+    model = MBNDTClassifier(**FAST, max_onehot_levels=1, random_state=0).fit(X, [0, 1, 2])
+    assert _encoding_of(model, 0) == "onehot"
+    assert model.predict(X).shape == (3,)
+
+
 @pytest.mark.parametrize("bit_generator", [None, np.random.PCG64])
 def test_to_dict_keeps_a_random_state_instance(bit_generator):
     # A RandomState parameter is written with its current state (as pickle

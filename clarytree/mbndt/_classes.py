@@ -317,8 +317,8 @@ class _BaseMBNDT(BaseEstimator):
         kinds = infer_column_kinds(X, type(self).__name__)
         raw = raw_table(X, kinds, fitting=True)
         self._column_kinds = kinds
-        ct = build_preprocessor(kinds, raw, self.max_onehot_levels, self.rank_gauss,
-                                target_type, prep_seed)
+        ct = build_preprocessor(kinds, raw, y_encode, self.max_onehot_levels,
+                                self.rank_gauss, target_type, prep_seed)
         # fit_transform cross-fits the target encoder (leakage-safe training inputs);
         # the deployment transform below is what pruning and export must mirror.
         with np.errstate(over="ignore", invalid="ignore"):
@@ -529,7 +529,9 @@ _COMMON_PARAMS_DOC = """
     max_onehot_levels : int, default=10
         Categorical columns with at most this many levels (missing cells, one
         more indicator column, not counted) are one-hot encoded, others are
-        target encoded.
+        target encoded, cross-fitted over 5 folds (fewer when there are
+        fewer rows, or for classes fewer rows in the largest class; one-hot
+        when not even two).
     feature_init : {"gain", "random"}, default="gain"
         Initial feature of every node.  "random" draws random feature logits;
         "gain" grows the initial tree top-down on the training rows, giving

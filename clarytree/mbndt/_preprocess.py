@@ -285,16 +285,21 @@ def _numeric_column(col, name):
     return out
 
 
-def build_preprocessor(kinds, raw, max_onehot_levels, rank_gauss, target_type, random_state):
-    """Unfitted ``ColumnTransformer`` for a raw table with the given column kinds."""
+def build_preprocessor(kinds, raw, y, max_onehot_levels, rank_gauss, target_type,
+                       random_state):
+    """Unfitted ``ColumnTransformer`` for a raw table with the given column
+    kinds; ``y`` is the encoded target the target encoder will be fitted on."""
     num_idx = [j for j, k in enumerate(kinds) if k == "num"]
     cat_idx = [j for j, k in enumerate(kinds) if k == "cat"]
+    folds = _cross_fit_folds(y, target_type)
     low, high = [], []
     for j in cat_idx:
         # Missing cells are encoded as one more category, but they are not a
         # level the user counts.
         levels = np.setdiff1d(np.unique(raw[:, j].astype(str)), [MISSING])
-        (low if levels.size <= max_onehot_levels else high).append(j)
+        # A target encoding needs two folds to cross-fit: where no class has
+        # two rows, the column is one-hot encoded whatever its levels.
+        (low if levels.size <= max_onehot_levels or folds < 2 else high).append(j)
     n = raw.shape[0]
     transformers = []
     if num_idx:
@@ -317,24 +322,36 @@ def build_preprocessor(kinds, raw, max_onehot_levels, rank_gauss, target_type, r
         transformers.append(("onehot", OneHotEncoder(handle_unknown="ignore",
                                                      sparse_output=False), low))
     if high:
-        transformers.append(("target", _target_encoder(target_type, random_state), high))
+        transformers.append(("target", _target_encoder(target_type, folds, random_state),
+                             high))
     # Arrays whatever the user's set_config(transform_output=...): training
     # reads numbers, and the inner steps name no output columns.
     return ColumnTransformer(transformers, sparse_threshold=0.0,
                              remainder="drop").set_output(transform="default")
 
 
-def _target_encoder(target_type, random_state):
-    """Cross-fitting ``TargetEncoder`` with shuffled, seeded folds on every sklearn version."""
+def _cross_fit_folds(y, target_type):
+    """Folds of the target encoder's cross fitting: 5, or as many as there are
+    rows (for classes, rows of the largest class) where those are fewer."""
+    y = np.asarray(y)
+    largest = y.shape[0] if target_type == "continuous" else \
+        np.unique(y, return_counts=True)[1].max(initial=0)
+    return int(min(5, largest))
+
+
+def _target_encoder(target_type, folds, random_state):
+    """Cross-fitting ``TargetEncoder`` with ``folds`` shuffled, seeded folds on
+    every sklearn version (stratified for classes)."""
     params = inspect.signature(TargetEncoder).parameters
     if params["random_state"].default == "deprecated":
         # scikit-learn >= 1.9 takes the shuffling through a CV splitter.
         from sklearn.model_selection import KFold, StratifiedKFold
 
         cls = KFold if target_type == "continuous" else StratifiedKFold
-        cv = cls(n_splits=5, shuffle=True, random_state=random_state)
+        cv = cls(n_splits=folds, shuffle=True, random_state=random_state)
         return TargetEncoder(target_type=target_type, cv=cv)
-    return TargetEncoder(target_type=target_type, shuffle=True, random_state=random_state)
+    return TargetEncoder(target_type=target_type, cv=folds, shuffle=True,
+                         random_state=random_state)
 
 
 def feature_map(ct):
