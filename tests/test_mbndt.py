@@ -562,6 +562,14 @@ def test_bad_input(Est):
     fitted = Est(**FAST).fit(X, y)
     with pytest.raises(ValueError, match=r"infinity in column\(s\) x\[1\];"):
         fitted.predict(np.where(np.arange(3) == 1, np.inf, X))
+    # Text is a level, even text that reads as a number ("inf", "Infinity"):
+    # categorical columns of such levels fit, and an unseen one predicts.
+    for grade in (pd.Categorical(["1", "2", "inf"] * 13 + ["1"]),
+                  pd.Series(["1", "2", "inf"] * 13 + ["1"], dtype=object)):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*numbers stored as text")
+            graded = Est(**FAST).fit(frame.assign(b=0.0, grade=grade), y)
+        assert graded.predict(frame.assign(b=0.0, grade="Infinity").head(2)).shape == (2,)
     huge = X.copy()
     huge[:, 0] = np.where(np.arange(40) % 2, 1.7e308, -1.7e308)  # scaling overflows
     with pytest.raises(ValueError, match=r"column\(s\) x\[0\] cannot be standardized"):

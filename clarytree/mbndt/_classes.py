@@ -34,6 +34,7 @@ from .._preparation import (
 from .._sklearn_compat import Interval, StrOptions, validate_params
 from ._preprocess import (
     MISSING,
+    _column_is_numeric,
     _is_text_dtype,
     build_preprocessor,
     feature_map,
@@ -77,6 +78,8 @@ def _check_no_infinity(X):
     bad = []
     for j, col in enumerate(columns):
         if col.dtype.kind == "O":
+            if not _column_is_numeric(col):
+                continue        # text levels such as "inf" are levels, not numbers
             try:
                 col = np.asarray(_missing_as_nan(col), dtype=np.float64)
             except (TypeError, ValueError, ArithmeticError):
