@@ -921,6 +921,19 @@ def _clean_and_flipped(n=160, seed=0):
     return X, y, np.r_[X, X, X], np.r_[y, 1 - y, 1 - y]
 
 
+def test_class_balancing_ignores_the_scale_of_each_class_weights():
+    # The classes are balanced by their weight totals, so scaling one class's
+    # weights changes nothing, even by 1e-40, whose class weight (1e40)
+    # exceeds float32 (the loss weights overflowed to inf and the fit raised
+    # a torch index error).
+    X, y = load_breast_cancer(return_X_y=True)
+    reference = MBNDTClassifier(**FAST, random_state=0).fit(X, y)
+    for scale in (1e-3, 1e-40):
+        model = MBNDTClassifier(**FAST, random_state=0).fit(
+            X, y, sample_weight=np.where(y == 0, scale, 1.0))
+        np.testing.assert_array_equal(model.predict_proba(X), reference.predict_proba(X))
+
+
 def test_sample_weight_down_weights_contradicting_rows_classifier():
     X, y, X_all, y_all = _clean_and_flipped()
     n = X.shape[0]

@@ -57,7 +57,7 @@ def auto_batch_size(n):
 class _Task:
     """Loss and validation score of one learning task, vectorized over restarts."""
 
-    def __init__(self, kind, y, n_classes, device, sample_weight=None):
+    def __init__(self, kind, y, n_classes, device, sample_weight=None, class_weight=None):
         self.kind = kind
         sw = (np.ones(len(y)) if sample_weight is None
               else np.asarray(sample_weight, dtype=np.float64))
@@ -70,23 +70,29 @@ class _Task:
             self.y = torch.as_tensor(y, dtype=torch.float32, device=device)
         else:
             yy = np.asarray(y, dtype=np.int64)
-            totals = np.bincount(yy, weights=sw, minlength=n_classes)
-            # Class-balanced weights W / (C * W_c) from weighted class totals: every
-            # class carries equal total weight (0 for a class without weight here).
-            w = np.divide(sw.sum(), n_classes * totals, out=np.zeros(n_classes),
-                          where=totals > 0)
-            self.class_weight = torch.as_tensor(w, dtype=torch.float32, device=device)
+            if class_weight is None:
+                totals = np.bincount(yy, weights=sw, minlength=n_classes)
+                # Class-balanced weights W / (C * W_c) from weighted class totals:
+                # every class carries equal total weight (0 for a class without
+                # weight here).
+                class_weight = np.divide(sw.sum(), n_classes * totals,
+                                         out=np.zeros(n_classes), where=totals > 0)
+            self.class_weight = class_weight
+            # Each row's loss weight, multiplied in float64: a class of tiny
+            # weights has a class weight beyond float32, their product not.
+            self.loss_weight = torch.as_tensor(class_weight[yy] * sw, dtype=torch.float32,
+                                               device=device)
             self.y = torch.as_tensor(yy, device=device)
             self.n_classes = n_classes
 
     def loss(self, out, idx=None):
         """Mean loss per restart, shape (R,).  ``out`` is (R, n, n_outputs)."""
         y = self.y if idx is None else self.y[idx]
-        sw = self.sample_weight if idx is None else self.sample_weight[idx]
         if self.kind == "regression":
+            sw = self.sample_weight if idx is None else self.sample_weight[idx]
             # clamp: a minibatch of zero-weight rows contributes a zero loss, not NaN.
             return ((out[..., 0] - y) ** 2 * sw).sum(1) / sw.sum().clamp_min(1e-12)
-        w = self.class_weight[y] * sw
+        w = self.loss_weight if idx is None else self.loss_weight[idx]
         if self.kind == "binary":
             target = y.to(out.dtype).expand(out.shape[0], -1)
             lv = F.binary_cross_entropy_with_logits(out[..., 0], target, reduction="none")
@@ -304,9 +310,8 @@ def _train_mbndt(x_tr, y_tr, x_va, y_va, task, n_outputs, cfg, seed, w_tr=None, 
     xv = torch.as_tensor(np.ascontiguousarray(x_va, dtype=np.float32), device=device)
     task_tr = _Task(task, y_tr, n_classes, device, w_tr)
     # Validation loss uses the training class weights so both stages see one objective.
-    task_va = _Task(task, y_va, n_classes, device, w_va)
-    if task != "regression":
-        task_va.class_weight = task_tr.class_weight
+    task_va = _Task(task, y_va, n_classes, device, w_va,
+                    class_weight=getattr(task_tr, "class_weight", None))
     budget = _Budget(cfg, cfg.n_restarts, device)
 
     info = {}
