@@ -1166,6 +1166,40 @@ def test_a_category_column_of_integer_codes_is_categorical():
                                   as_ints.predict(pd.DataFrame({"store": pd.Categorical(codes)})))
 
 
+def test_integer_categories_with_missing_cells_keep_their_levels():
+    # pandas converts integer categories to floats where a cell is missing,
+    # so the levels read '10.0' in such a batch and '10' in another: a row's
+    # prediction depended on its batch, and the rules named '10.0'.
+    from clarytree import export_python
+    from clarytree.mbndt._preprocess import MISSING
+
+    rng = np.random.RandomState(1)
+    codes = rng.choice([10, 20, 30, 40], 300)
+    y = np.isin(codes, [10, 40]).astype(int)
+    store = pd.Series(pd.Categorical(codes, categories=[10, 20, 30, 40]))
+    store[::9] = np.nan
+    X = pd.DataFrame({"store": store, "x": rng.normal(size=300)})
+    model = MBNDTClassifier(**FAST, random_state=0).fit(X, y)
+    rules = export_text(model)
+    assert "'10'" in rules or "'40'" in rules
+    assert ".0'" not in rules
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batch = model.predict_proba(X)
+        alone = np.vstack([model.predict_proba(X.iloc[[i]]) for i in range(40)])
+        complete = model.predict_proba(X.iloc[1:9])       # no missing cell
+    np.testing.assert_array_equal(alone, batch[:40])
+    np.testing.assert_array_equal(complete, batch[1:9])
+    source, namespace = export_python(model), {}
+    exec(source, namespace)
+    rows = [[None if pd.isna(v) else int(v), x] for v, x in zip(X["store"], X["x"], strict=True)]
+    np.testing.assert_array_equal([namespace["predict"](r) for r in rows], model.predict(X))
+    # A category spelled as the missing marker is refused in fit, as in text.
+    marked = X.assign(store=X["store"].cat.rename_categories({30: MISSING}))
+    with pytest.raises(ValueError, match=f"column 'store' has the level '{MISSING}'"):
+        MBNDTClassifier(**FAST).fit(marked, y)
+
+
 @pytest.mark.parametrize("labels, literal", [
     (np.array(["2020-01-01", "2021-03-04T10:00:01.5"], dtype="M8[us]"),
      "datetime.datetime(2021, 3, 4, 10, 0, 1, 500000)"),

@@ -90,6 +90,18 @@ def _to_str_column(col, name=None, fitting=False):
     it is an error naming column ``name``, at predict an unseen level.
     """
     pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(col, pd.Series) \
+            and isinstance(col.dtype, pd.CategoricalDtype):
+        # Each category's own text, through the codes: converting the values
+        # casts integer categories to float where a cell is missing ('1.0'
+        # for 1), so a row's level would depend on the rest of its batch.
+        codes = col.cat.codes.to_numpy()
+        texts = np.array([str(c) for c in col.cat.categories] + [MISSING],
+                         dtype=object)[codes]
+        clash = (codes >= 0) & (texts == MISSING)
+        if clash.any():
+            texts[clash] = _present_text(MISSING, name, fitting)
+        return texts
     if pd is not None and len(col) >= _FACTORIZE_MIN_ROWS:
         # Text columns: convert each distinct value once (a typed Series,
         # e.g. arrow strings, factorized as it is).  Only when every distinct
