@@ -1452,6 +1452,11 @@ class Preparation:
         # weighing 1e-9 each.  Weights of 1 and more keep 1e-12, so integer
         # weights still prepare exactly the repeated rows' problem.
         ridge[0] = INTERCEPT_RIDGE if w is None else INTERCEPT_RIDGE * min(1.0, float(w.min()))
+        if not np.isfinite(ridge).all():
+            raise ValueError(
+                f"ridge_alpha={float(self.ridge_alpha):g} times the total sample weight "
+                f"({total:g}) overflows float64; a ridge that strong leaves only the "
+                "intercepts: use leaf_model='constant'")
         return W, ridge, tss
 
     def _pools(self, X, w):

@@ -593,6 +593,23 @@ def test_a_refit_refused_for_a_parameter_leaves_nothing_fitted(make, bad):
         model.predict(X)
 
 
+def test_a_ridge_beyond_float64_is_refused():
+    # ridge_alpha times the total weight overflowed to inf: the fit returned
+    # one leaf with objective_ inf and a warning that advised a larger ridge.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    y = np.where(X[:, 0] > 0, 3.0, 0.0) + X[:, 1]
+    with pytest.raises(ValueError, match=r"ridge_alpha=1e\+308 times the total sample "
+                                         r"weight \(50\) overflows float64.*'constant'"):
+        CholeskyTreeRegressor(max_depth=2, ridge_alpha=1e308).fit(X, y)
+    # constant leaves have no ridge to overflow, and 1e305 is the constant tree
+    constant = CholeskyTreeRegressor(max_depth=2, leaf_model="constant").fit(X, y)
+    assert CholeskyTreeRegressor(max_depth=2, leaf_model="constant",
+                                 ridge_alpha=1e308).fit(X, y).objective_ == constant.objective_
+    strong = CholeskyTreeRegressor(max_depth=2, ridge_alpha=1e305).fit(X, y)
+    np.testing.assert_allclose(strong.predict(X), constant.predict(X), atol=1e-9)
+
+
 def test_a_column_constant_on_a_leaf_gets_no_coefficient():
     # doors takes one value in each leaf: with the unpenalized intercept of
     # the objective its coefficient is exactly 0 (the intercept's tiny ridge
