@@ -591,6 +591,10 @@ def test_bad_input(Est):
             Est(**FAST, device="cuda").fit(X, y)
     with pytest.raises(ValueError, match="too large"):
         Est(max_depth=20, n_branches=4).fit(X, y)
+    # a depth whose power has more digits than Python prints (and takes long
+    # to compute) gets the same message, at once
+    with pytest.raises(ValueError, match=r"= 3\*\*100000000 nominal leaves is too large"):
+        Est(max_depth=10**8).fit(X, y)
     est = Est(**FAST, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :2])

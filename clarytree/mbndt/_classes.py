@@ -306,11 +306,14 @@ class _BaseMBNDT(BaseEstimator):
         the initialization, training and pruning (preprocessing still sees
         them).
         """
-        n_int_leaves = self.n_branches**self.max_depth
-        if n_int_leaves > _MAX_NOMINAL_LEAVES:
+        # n_branches >= 2: a depth beyond log2 of the cap is too deep whatever
+        # the branching (and a huge power would take long to compute and print).
+        if self.max_depth > _MAX_NOMINAL_LEAVES.bit_length() - 1 \
+                or self.n_branches**self.max_depth > _MAX_NOMINAL_LEAVES:
             raise ValueError(
-                f"n_branches**max_depth = {n_int_leaves} nominal leaves is too large; "
-                f"MBNDT is meant for shallow trees (at most {_MAX_NOMINAL_LEAVES} leaves).")
+                f"n_branches**max_depth = {self.n_branches}**{self.max_depth} nominal "
+                "leaves is too large; MBNDT is meant for shallow trees (at most "
+                f"{_MAX_NOMINAL_LEAVES} leaves).")
         training = _import_training()
         # Before the preprocessing, so that a bad device fails at once.
         device = training.check_device(_resolve_device(self.device), type(self).__name__)
@@ -388,7 +391,7 @@ class _BaseMBNDT(BaseEstimator):
         self.train_info_ = {**info, "device": cfg.device, "n_train_rows": int(tr_idx.size),
                             "n_validation_rows": int(va_idx.size) if held_out else 0}
         self.n_leaves_ = self.tree_.n_leaves
-        self.n_nominal_leaves_ = n_int_leaves
+        self.n_nominal_leaves_ = self.n_branches**self.max_depth
         return self
 
     def _split(self, y_task, task, seed):
