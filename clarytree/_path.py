@@ -31,7 +31,7 @@ from ._classes import (
     forgets_unfinished_fit,
 )
 from ._frames import as_pandas
-from ._preparation import check_has_columns, check_row_count
+from ._preparation import check_has_columns, check_row_count, validate_sample_weight
 from ._sklearn_compat import (
     fit_context,
     scorer_accepts_sample_weight,
@@ -411,14 +411,8 @@ class _CVMixin:
             data, y_checked = validate_data(self, X, y, dtype=None, ensure_all_finite=False,
                                             y_numeric=True)
         y_checked = np.ascontiguousarray(y_checked, dtype=np.float64)
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.ndim == 0:
-                # A scalar weights every row alike, as the tree's fit takes it.
-                sample_weight = np.full(y_checked.shape, float(sample_weight))
-            if sample_weight.shape != y_checked.shape:
-                raise ValueError(f"sample_weight has shape {sample_weight.shape}, "
-                                 f"expected {y_checked.shape}")
+        # As the tree's fit reads it (a scalar weights every row alike).
+        sample_weight = validate_sample_weight(sample_weight, y_checked.shape[0])
         base = self._tree_estimator()
         _check_scoring_kind(type(self).__name__, self.scoring)
         several = isinstance(self.scoring, (list, tuple, set, dict))

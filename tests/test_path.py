@@ -891,3 +891,19 @@ def test_cv_takes_a_scalar_sample_weight_as_the_tree_does():
     full = CholeskyTreeRegressorCV(**kw).fit(X, y, sample_weight=np.full(len(y), 2.0))
     np.testing.assert_array_equal(scalar.cv_results_["mean_test_score"],
                                   full.cv_results_["mean_test_score"])
+
+
+@pytest.mark.parametrize("weight, message", [
+    (["a"] * 40, "sample_weight must be numeric"),
+    (np.ones(39), r"sample_weight must have shape \(40,\), got \(39,\)"),
+    (-np.ones(40), "sample_weight must be non-negative"),
+])
+def test_cv_refuses_bad_sample_weight_as_the_tree_does(weight, message):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=40)
+    with pytest.raises(ValueError, match=message):
+        CholeskyTreeRegressor(max_depth=1).fit(X, y, sample_weight=weight)
+    with pytest.raises(ValueError, match=message):
+        CholeskyTreeRegressorCV(max_depth=1, cv=2, leaf_penalties=[1e-2],
+                                ridge_alphas=[1e-3]).fit(X, y, sample_weight=weight)
