@@ -451,6 +451,12 @@ class _CVMixin:
                 f"cv={self.cv!r} gave no train/test split (an empty list, or a generator "
                 "that an earlier fit already used up); pass a splitter such as KFold(5), "
                 "or a list of (train, test) index pairs")
+        for i, split in enumerate(folds):
+            for part, rows in zip(("training", "test"), split, strict=True):
+                rows = np.asarray(rows)
+                if (np.count_nonzero(rows) if rows.dtype == bool else rows.size) == 0:
+                    raise ValueError(f"CV split {i} (of {len(folds)}) has an empty {part} "
+                                     "part; every split needs rows on both sides")
 
         if self.refit:
             # What only the whole table holds (a categorical column with more

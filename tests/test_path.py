@@ -907,3 +907,16 @@ def test_cv_refuses_bad_sample_weight_as_the_tree_does(weight, message):
     with pytest.raises(ValueError, match=message):
         CholeskyTreeRegressorCV(max_depth=1, cv=2, leaf_penalties=[1e-2],
                                 ridge_alphas=[1e-3]).fit(X, y, sample_weight=weight)
+
+
+@pytest.mark.parametrize("empty", ["training", "test"])
+def test_cv_names_a_split_with_an_empty_part(empty):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=30)
+    rows, none = np.arange(30), np.zeros(30, dtype=bool)
+    split = (none, rows) if empty == "training" else (rows, none)
+    cv = [(rows[:15], rows[15:]), split]
+    with pytest.raises(ValueError, match=f"CV split 1 \\(of 2\\) has an empty {empty} part"):
+        CholeskyTreeRegressorCV(max_depth=1, cv=cv, leaf_penalties=[1e-2],
+                                ridge_alphas=[1e-3]).fit(X, y)
