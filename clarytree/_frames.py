@@ -14,8 +14,9 @@ is not needed), with these dtypes:
   order; ``Categorical``: pandas ``category`` of the levels present;
 - ``String``: ``object`` with ``None`` for null;
 - ``Boolean``: ``bool``, or ``object`` with ``None`` when it has nulls;
-- numeric: float (integers with nulls become float with NaN; decimals
-  float) or integer;
+- numeric: float (decimals and 128-bit integers too) or integer
+  (integers with nulls: pandas' nullable ``Int64`` and kin, exact, as a
+  pyarrow Table's integers are read);
 - dates and durations: numpy's ``datetime64``/``timedelta64``, which the
   estimators reject with a message naming the column, as for pandas;
 - ``Null`` (a column of nulls only): ``object`` of ``None``, missing
@@ -100,10 +101,21 @@ def as_pandas(X):
         return _polars_to_pandas(X, _import_pandas(X))
     pd = _import_pandas(X)
     if module == "pyarrow" and hasattr(X, "to_pandas"):
-        return _decimals_as_float(X).to_pandas()
+        # Integers as pandas' nullable integers (exact where there are nulls,
+        # as for polars above).
+        return _decimals_as_float(X).to_pandas(types_mapper=_nullable_integer(pd))
     if hasattr(X, "__arrow_c_stream__") and hasattr(pd.DataFrame, "from_arrow"):
         return pd.DataFrame.from_arrow(X)
     return pd.api.interchange.from_dataframe(X)
+
+
+def _nullable_integer(pd):
+    """A pyarrow ``types_mapper``: integer types to pandas' nullable integers."""
+    import pyarrow as pa
+
+    dtypes = {getattr(pa, name.lower())(): pd.api.types.pandas_dtype(name)
+              for name in _INTEGERS}
+    return dtypes.get
 
 
 def _decimals_as_float(table):
@@ -123,6 +135,7 @@ def _decimals_as_float(table):
 
 
 _WIDE_INTEGERS = ("Int128", "UInt128")
+_INTEGERS = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 
 
 def _dtype_name(dtype):
@@ -162,6 +175,13 @@ def _polars_to_pandas(X, pd):
                             "drop it")
         if kind == "null":
             data[name] = np.full(len(column), None, dtype=object)
+            continue
+        if kind == "number" and _dtype_name(dtype) in _INTEGERS and column.null_count():
+            # Integers with nulls as pandas' nullable integers, exact: numpy
+            # makes them float64, which merges IDs beyond 2**53 and reads a
+            # level 1 as 1.0 only in a batch that holds a null.
+            data[name] = pd.arrays.IntegerArray(column.fill_null(0).to_numpy(),
+                                                column.is_null().to_numpy())
             continue
         values = column.to_numpy()
         if kind == "category":
