@@ -754,6 +754,10 @@ class MBNDTRegressor(RegressorMixin, _BaseMBNDT):
         X, y = self._validate_fit_input(X, y)
         sample_weight = validate_sample_weight(sample_weight, X.shape[0])
         y = np.asarray(y, dtype=np.float64)
+        if np.isnan(y).any():
+            # None in an object y passes scikit-learn's check and becomes NaN here.
+            raise ValueError("Input y contains NaN (a missing target, e.g. None); "
+                             "drop those rows")
         # Standardize on the rows that are trained on (weight > 0).
         y_fit = y if sample_weight is None else y[sample_weight > 0]
         mean, std = _target_moments(y_fit)
