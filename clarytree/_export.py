@@ -338,7 +338,9 @@ def _num(value, digits):
     value = float(value)
     if digits is None:
         return repr(value)
-    if value != 0 and 1e-4 <= abs(value) < 1e6:
+    # The notation follows the rounded value, so that one printed number
+    # (999995.3 and 1000004 to 4 digits) reads the same, 1e+06, everywhere.
+    if value != 0 and 1e-4 <= abs(_rounded(value, digits)) < 1e6:
         # Positional notation reads better than 1.2e+02 in equations.
         return np.format_float_positional(value, precision=digits, unique=True,
                                           fractional=False, trim="-")

@@ -775,3 +775,14 @@ def test_invalid_parameter_set_after_fit_is_not_written_or_restored():
     data["params"]["extrapolation"] = "bogus"
     with pytest.raises(ValueError, match="invalid params: .*extrapolation"):
         from_dict(data)
+
+
+def test_a_rounded_value_prints_in_one_notation():
+    # 999995.3 and 1000004 both round to 1e6 at 4 digits: the first printed
+    # as positional 1000000, the second as 1e+06.
+    X = np.repeat([[0.0], [1.0]], 20, axis=0)
+    y = np.where(X[:, 0] > 0.5, 1000004.1, 999995.3)
+    model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant").fit(X, y)
+    text = export_text(model, significant_digits=4)
+    assert text.count("1e+06") == 2 and "1000000" not in text
+    assert "1000004.1" in export_text(model, significant_digits=None)
