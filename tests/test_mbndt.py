@@ -1118,6 +1118,32 @@ def test_a_class_without_weighted_rows_still_fits():
     assert proba[:, 2].max() < 0.5 and set(model.predict(X)) <= {0, 1}
 
 
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_rows_of_weight_zero_are_dropped_rows(Est, mixed_data):
+    # Weight 0 is a dropped row, in the preprocessing too (the imputer, the
+    # scaler and the target encoder saw such rows: a huge target on one
+    # failed the fit with an error about a text column).
+    X, y = mixed_data
+    y = y.astype(float) * 3 if Est is MBNDTRegressor else y
+    w = np.ones(len(y))
+    w[::5] = 0
+    X = X.assign(b=np.where(w == 0, 1e6, X["b"]),              # far from the rest
+                 city=np.where(w == 0, "only_dropped", X["city"]))
+    if Est is MBNDTRegressor:
+        y = np.where(w == 0, 3.4e38, y)
+    weighted = Est(**FAST, random_state=0).fit(X, y, sample_weight=w)
+    kept = w > 0
+    dropped = Est(**FAST, random_state=0).fit(X[kept], y[kept], sample_weight=w[kept])
+    assert export_text(weighted) == export_text(dropped)
+    np.testing.assert_array_equal(weighted.predict(X), dropped.predict(X))
+    if Est is MBNDTClassifier:
+        # a class of three whose rows all weigh 0: the target encoder sees two
+        three = np.arange(len(y)) % 3
+        model = Est(**FAST, random_state=0).fit(X, three, sample_weight=(three != 1) * 1.0)
+        assert model.classes_.tolist() == [0, 1, 2]
+        assert set(model.predict(X)) <= {0, 2}
+
+
 def test_rows_of_weight_zero_neither_keep_branches_nor_count():
     # A far cluster of weight-0 rows: no leaf is reached by them alone, and
     # the exported counts (export_text's "samples") are the weighted rows'.

@@ -302,9 +302,9 @@ class _BaseMBNDT(BaseEstimator):
         """Preprocess, train and export.  ``y_task`` is what the network learns.
 
         ``sample_weight`` (validated, or None) weights the training loss and the
-        early-stopping metrics; rows of weight 0 are left out of the split,
-        the initialization, training and pruning (preprocessing still sees
-        them).
+        early-stopping metrics; rows of weight 0 are left out of everything
+        (preprocessing, split, initialization, training, pruning), as if
+        dropped.
         """
         # n_branches >= 2: a depth beyond log2 of the cap is too deep whatever
         # the branching (and a huge power would take long to compute and print).
@@ -323,6 +323,14 @@ class _BaseMBNDT(BaseEstimator):
         kinds = infer_column_kinds(X, type(self).__name__)
         raw = raw_table(X, kinds, fitting=True)
         self._column_kinds = kinds
+        if sample_weight is not None:
+            # Rows of weight 0 are left out from here on, as if dropped.
+            pos = np.flatnonzero(sample_weight > 0)
+            raw, y_encode, y_task = raw[pos], y_encode[pos], y_task[pos]
+            sample_weight = sample_weight[pos]
+            if target_type == "multiclass" and np.unique(y_encode).size <= 2:
+                # The target encoder sees only the classes those rows hold.
+                target_type = "binary"
         ct = build_preprocessor(kinds, raw, y_encode, self.max_onehot_levels,
                                 self.rank_gauss, target_type, prep_seed)
         # fit_transform cross-fits the target encoder (leakage-safe training inputs);
@@ -353,10 +361,7 @@ class _BaseMBNDT(BaseEstimator):
         if xt.shape[1] == 0:
             raise ValueError("No usable feature after preprocessing.")
 
-        pos = (np.arange(y_task.shape[0]) if sample_weight is None
-               else np.flatnonzero(sample_weight > 0))
-        tr_idx, va_idx = self._split(y_task[pos], task, split_seed)
-        tr_idx, va_idx = pos[tr_idx], pos[va_idx]
+        tr_idx, va_idx = self._split(y_task, task, split_seed)
         w_tr, w_va = ((None, None) if sample_weight is None
                       else (sample_weight[tr_idx], sample_weight[va_idx]))
         bs = (training.auto_batch_size(tr_idx.size) if self.batch_size == "auto"
@@ -377,12 +382,10 @@ class _BaseMBNDT(BaseEstimator):
         from ._model import torch_hard_branches
         from ._prune import build_tree
 
-        # Pruning and the exported counts see the rows training saw: a branch
-        # that only rows of weight 0 reach holds an untrained leaf.
-        branches = torch_hard_branches(state, xt[pos], self.max_depth, self.n_branches,
+        branches = torch_hard_branches(state, xt, self.max_depth, self.n_branches,
                                        self.temperature)
         impute = {int(k): float(v) for k, v in numeric_impute_values(ct).items()}
-        self.tree_ = build_tree(state, branches, xt[pos], raw[pos], feature_map(ct), ct, kinds,
+        self.tree_ = build_tree(state, branches, xt, raw, feature_map(ct), ct, kinds,
                                 impute, self.max_depth, self.n_branches, self.temperature,
                                 leaf_value, len(kinds))
         self.preprocessor_ = ct
@@ -580,9 +583,10 @@ _NOTES_DOC = """
     - ``sample_weight`` multiplies each row's loss term (normalized by the
       weight sum; for classification the class balancing uses weighted class
       totals) and weights the validation metrics used for restart selection
-      and early stopping.  Rows of weight 0 are left out of training entirely.
-      Preprocessing (imputation, scaling, encoders), the "gain" feature
-      initialization and the validation split are unweighted.
+      and early stopping.  Rows of weight 0 are left out entirely, as if
+      dropped (preprocessing included).  Preprocessing (imputation, scaling,
+      encoders), the "gain" feature initialization and the validation split
+      are otherwise unweighted.
 """
 
 _COMMON_ATTRS_DOC = """
