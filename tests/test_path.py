@@ -5,6 +5,7 @@ import re
 import joblib
 import numpy as np
 import pytest
+import sklearn
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
@@ -25,6 +26,13 @@ from clarytree._classes import _fit_tree
 from clarytree.datasets import make_piecewise_linear
 
 GRID = [1e-1, 8e-2, 5e-2, 3e-2, 1e-2, 8e-3, 5e-3, 3e-3, 1e-3, 5e-4, 1e-4]
+
+# The CV estimators score folds with the fit's sample_weight as GridSearchCV
+# does from scikit-learn 1.7 (which forwards it to the scorer); older
+# releases' GridSearchCV scores unweighted, so there is nothing to compare.
+weighted_grid_search = pytest.mark.skipif(
+    tuple(int(p) for p in sklearn.__version__.split(".")[:2]) < (1, 7),
+    reason="GridSearchCV forwards sample_weight to its scorer from scikit-learn 1.7")
 
 
 def _separate(estimator, lam, X, y, sample_weight=None):
@@ -239,6 +247,7 @@ def test_cv_selects_what_grid_search_selects(cls, lookahead, scoring):
                                model.n_leaves_path_.reshape(-1, 3).mean(axis=1))
 
 
+@weighted_grid_search
 def test_cv_with_weights_selects_what_grid_search_selects():
     X, y = _data()
     w = np.random.default_rng(0).integers(0, 4, size=len(y)).astype(float)
@@ -574,6 +583,7 @@ def test_cv_gives_spare_cores_to_the_tasks_threads():
     _assert_same_fit(wide, serial)
 
 
+@weighted_grid_search
 @pytest.mark.parametrize("scoring, refit", [
     (["r2", "neg_mean_absolute_error"], "neg_mean_absolute_error"),
     ({"mse": "neg_mean_squared_error", "r2": "r2"}, "r2"),
@@ -639,6 +649,7 @@ def test_cv_that_gives_no_split_is_an_error():
         model.fit(X, y)
 
 
+@weighted_grid_search
 def test_scorer_without_sample_weight_is_warned_about_as_grid_search_does():
     # The fits are weighted; the scores cannot be: a warning (GridSearchCV's),
     # not a TypeError, and the same scores as GridSearchCV's.
@@ -662,6 +673,7 @@ def test_scorer_without_sample_weight_is_warned_about_as_grid_search_does():
     assert model.best_index_ == search.best_index_
 
 
+@weighted_grid_search
 def test_each_metric_without_sample_weight_is_warned_about_as_grid_search_does():
     # Several metrics: the check asked whether any metric takes weights, so
     # neg_max_error scored unweighted without a word.
@@ -713,6 +725,7 @@ def test_a_split_whose_training_rows_all_have_zero_weight_is_named():
     assert model.fit(X, y, sample_weight=w).best_estimator_.predict(X).shape == (90,)
 
 
+@weighted_grid_search
 def test_cv_routes_sample_weight_as_grid_search_does():
     # With metadata routing on, the scorer's request decides whether the
     # validation scores are weighted (the fits always are); a scorer that
@@ -754,6 +767,7 @@ def test_cv_routes_sample_weight_as_grid_search_does():
                                     ).fit(X, y, sample_weight=w)
 
 
+@weighted_grid_search
 def test_cv_routing_with_several_metrics_and_nested_groups():
     """Several metrics whose scorers say nothing of sample_weight are an error,
     as in GridSearchCV (not NaN scores and a refit of the first pair); groups
@@ -837,6 +851,7 @@ def test_scoring_dict_with_a_value_of_a_wrong_kind_is_refused():
                                 scoring={"a": 123}).fit(X, y)
 
 
+@weighted_grid_search
 def test_failed_scoring_is_nan_as_in_grid_search():
     # A validation fold whose weights are all zero cannot be scored: NaN and
     # a warning for it, the other folds' scores kept, as GridSearchCV does.
