@@ -574,6 +574,12 @@ def test_bad_input(Est):
             warnings.filterwarnings("ignore", message=".*numbers stored as text")
             graded = Est(**FAST).fit(frame.assign(b=0.0, grade=grade), y)
         assert graded.predict(frame.assign(b=0.0, grade="Infinity").head(2)).shape == (2,)
+    # ... but in a column that was numeric in fit such text is an infinity
+    clean = frame.assign(b=X[:, 1])
+    numeric = Est(**FAST).fit(clean, y)
+    for text in ("inf", "-Infinity", "1e999"):
+        with pytest.raises(ValueError, match=f"column 'b' holds an infinite value \\('{text}'"):
+            numeric.predict(clean.head(3).astype({"b": object}).assign(b=[0.5, text, 1.0]))
     huge = X.copy()
     huge[:, 0] = np.where(np.arange(40) % 2, 1.7e308, -1.7e308)  # scaling overflows
     with pytest.raises(ValueError, match=r"column\(s\) x\[0\] cannot be standardized"):

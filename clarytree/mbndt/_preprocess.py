@@ -294,6 +294,12 @@ def _numeric_column(col, name):
                     f"column {name} was numeric in fit but holds a value that is not a "
                     f"number ({v!r} in row {i}); give it as numbers, with NaN or None "
                     "where it is missing") from None
+            if np.isinf(out[i]):
+                # text such as "inf" or "1e999", which the check for infinite
+                # numbers does not read
+                raise ValueError(
+                    f"column {name} holds an infinite value ({v!r} in row {i}); missing "
+                    "values must be NaN, infinite values are not supported")
     return out
 
 
