@@ -302,9 +302,9 @@ class _BaseMBNDT(BaseEstimator):
         """Preprocess, train and export.  ``y_task`` is what the network learns.
 
         ``sample_weight`` (validated, or None) weights the training loss and the
-        early-stopping metrics; rows of weight 0 are left out of everything
-        (preprocessing, split, initialization, training, pruning), as if
-        dropped.
+        early-stopping metrics; rows of weight 0 are left out of the
+        preprocessing, split, initialization, training and pruning, as if
+        dropped (the input checks and the column kinds still read them).
         """
         # n_branches >= 2: a depth beyond log2 of the cap is too deep whatever
         # the branching (and a huge power would take long to compute and print).
@@ -583,10 +583,11 @@ _NOTES_DOC = """
     - ``sample_weight`` multiplies each row's loss term (normalized by the
       weight sum; for classification the class balancing uses weighted class
       totals) and weights the validation metrics used for restart selection
-      and early stopping.  Rows of weight 0 are left out entirely, as if
-      dropped (preprocessing included).  Preprocessing (imputation, scaling,
-      encoders), the "gain" feature initialization and the validation split
-      are otherwise unweighted.
+      and early stopping.  Rows of weight 0 are left out of preprocessing,
+      training and pruning, as if dropped (the input checks and the reading
+      of each column's kind, numeric or categorical, still see them).
+      Preprocessing (imputation, scaling, encoders), the "gain" feature
+      initialization and the validation split are otherwise unweighted.
 """
 
 _COMMON_ATTRS_DOC = """
