@@ -939,10 +939,11 @@ def test_class_balancing_ignores_the_scale_of_each_class_weights():
     # The classes are balanced by their weight totals, so scaling one class's
     # weights changes nothing, even by 1e-40, whose class weight (1e40)
     # exceeds float32 (the loss weights overflowed to inf and the fit raised
-    # a torch index error).
+    # a torch index error), or by 1e-46, whose weights underflow float32 (the
+    # balanced accuracy of early stopping lost that class).
     X, y = load_breast_cancer(return_X_y=True)
     reference = MBNDTClassifier(**FAST, random_state=0).fit(X, y)
-    for scale in (1e-3, 1e-40):
+    for scale in (1e-3, 1e-40, 1e-46):
         model = MBNDTClassifier(**FAST, random_state=0).fit(
             X, y, sample_weight=np.where(y == 0, scale, 1.0))
         np.testing.assert_array_equal(model.predict_proba(X), reference.predict_proba(X))

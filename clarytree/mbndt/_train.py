@@ -65,19 +65,25 @@ class _Task:
             # Mean 1, in float64: every loss and score is normalized by a
             # weight sum, and weights above ~1e36 would overflow in float32.
             sw = sw / sw.mean()
-        self.sample_weight = torch.as_tensor(sw, dtype=torch.float32, device=device)
         if kind == "regression":
+            self.sample_weight = torch.as_tensor(sw, dtype=torch.float32, device=device)
             self.y = torch.as_tensor(y, dtype=torch.float32, device=device)
         else:
             yy = np.asarray(y, dtype=np.int64)
+            totals = np.bincount(yy, weights=sw, minlength=n_classes)
             if class_weight is None:
-                totals = np.bincount(yy, weights=sw, minlength=n_classes)
                 # Class-balanced weights W / (C * W_c) from weighted class totals:
                 # every class carries equal total weight (0 for a class without
                 # weight here).
                 class_weight = np.divide(sw.sum(), n_classes * totals,
                                          out=np.zeros(n_classes), where=totals > 0)
             self.class_weight = class_weight
+            # The balanced accuracy compares weights within a class only: at
+            # mean 1 in each class, a class of tiny weights keeps them in float32.
+            counts = np.bincount(yy, minlength=n_classes)
+            class_mean = np.divide(totals, counts, out=np.ones(n_classes), where=totals > 0)
+            self.sample_weight = torch.as_tensor(sw / class_mean[yy], dtype=torch.float32,
+                                                 device=device)
             # Each row's loss weight, multiplied in float64: a class of tiny
             # weights has a class weight beyond float32, their product not.
             self.loss_weight = torch.as_tensor(class_weight[yy] * sw, dtype=torch.float32,
