@@ -1101,10 +1101,11 @@ def _param_value(value):
     if not (isinstance(bit_generator, type)
             and issubclass(bit_generator, np.random.BitGenerator)):
         raise ValueError(f"invalid RandomState description: unknown bit generator {name!r}")
-    random_state = np.random.RandomState(bit_generator())
     try:
+        random_state = np.random.RandomState(bit_generator())
         random_state.set_state(state)
-    except (KeyError, IndexError, OverflowError, TypeError, ValueError) as exc:
+    except (KeyError, IndexError, NotImplementedError, OverflowError, TypeError,
+            ValueError) as exc:
         raise ValueError(f"invalid RandomState description: {exc!r}") from None
     return random_state
 

@@ -491,6 +491,9 @@ def test_to_dict_keeps_a_random_state_instance(bit_generator):
     bad["params"]["random_state"]["numpy.random.RandomState"]["bit_generator"] = "os"
     with pytest.raises(ValueError, match="unknown bit generator 'os'"):
         clarytree.from_dict(bad)
+    bad["params"]["random_state"]["numpy.random.RandomState"]["bit_generator"] = "BitGenerator"
+    with pytest.raises(ValueError, match="invalid RandomState description"):
+        clarytree.from_dict(bad)
     bad["params"]["random_state"]["numpy.random.RandomState"]["bit_generator"] = "MT19937"
     bad["params"]["random_state"]["numpy.random.RandomState"]["state"] = {"key": [1, 2]}
     with pytest.raises(ValueError, match="invalid RandomState description"):
