@@ -604,6 +604,9 @@ def test_bad_input(Est):
             Est(**FAST, device="cuda").fit(X, y)
     with pytest.raises(ValueError, match="too large"):
         Est(max_depth=20, n_branches=4).fit(X, y)
+    # numpy int32 parameters (a grid from np.arange): 300**4 wraps around in int32
+    with pytest.raises(ValueError, match="too large"):
+        Est(max_depth=np.int32(4), n_branches=np.int32(300)).fit(X, y)
     # a depth whose power has more digits than Python prints (and takes long
     # to compute) gets the same message, at once
     with pytest.raises(ValueError, match=r"= 3\*\*100000000 nominal leaves is too large"):

@@ -308,8 +308,9 @@ class _BaseMBNDT(BaseEstimator):
         """
         # n_branches >= 2: a depth beyond log2 of the cap is too deep whatever
         # the branching (and a huge power would take long to compute and print).
-        if self.max_depth > _MAX_NOMINAL_LEAVES.bit_length() - 1 \
-                or self.n_branches**self.max_depth > _MAX_NOMINAL_LEAVES:
+        # (As Python ints: a numpy int32 power wraps around below the cap.)
+        if int(self.max_depth) > _MAX_NOMINAL_LEAVES.bit_length() - 1 \
+                or int(self.n_branches)**int(self.max_depth) > _MAX_NOMINAL_LEAVES:
             raise ValueError(
                 f"n_branches**max_depth = {self.n_branches}**{self.max_depth} nominal "
                 "leaves is too large; MBNDT is meant for shallow trees (at most "
@@ -394,7 +395,7 @@ class _BaseMBNDT(BaseEstimator):
         self.train_info_ = {**info, "device": cfg.device, "n_train_rows": int(tr_idx.size),
                             "n_validation_rows": int(va_idx.size) if held_out else 0}
         self.n_leaves_ = self.tree_.n_leaves
-        self.n_nominal_leaves_ = self.n_branches**self.max_depth
+        self.n_nominal_leaves_ = int(self.n_branches)**int(self.max_depth)
         return self
 
     def _split(self, y_task, task, seed):
@@ -628,6 +629,14 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
     entropy (as in the paper); multiclass problems use a logit vector per leaf
     and class-balanced cross entropy.  Early stopping monitors validation
     balanced accuracy.
+
+    The balancing weighs each class by the inverse of its (weighted) total,
+    so the leaf probabilities are those of classes made equally frequent, not
+    the class frequencies of the data: on imbalanced data a rare class gets
+    more probability than its share, and ``sample_weight`` that is constant
+    within each class (e.g. from ``compute_sample_weight``) changes nothing.
+    Wrap the classifier in ``CalibratedClassifierCV`` for probabilities of
+    the data's own frequencies.
 """ + _COMMON_PARAMS_DOC + """
     Attributes
     ----------
@@ -692,6 +701,9 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
 
     def predict_proba(self, X):
         """Class probabilities of the leaf each sample reaches.
+
+        They are learned with the classes balanced (see the class notes), so
+        a rare class reads more probable than its share of the data.
 
         Parameters
         ----------
