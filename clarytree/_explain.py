@@ -423,7 +423,8 @@ def export_sql(estimator, table="t", dialect="sqlite", feature_names=None,
     the intercept followed by the products ``coef * column`` in column
     order, the order in which ``predict`` adds them, so a database computing
     in IEEE double precision reproduces ``predict`` to rounding of the
-    literals (bit for bit in SQLite).
+    literals (bit for bit in SQLite; older releases, 3.40 among them, read
+    a few literals one unit in the last place off, see the user guide).
 
     * Missing values are SQL ``NULL``: every test sends ``NULL`` to the side
       the model learned for missing values (``... OR col IS NULL``).
