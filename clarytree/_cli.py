@@ -788,8 +788,13 @@ def _holdout(X, y, test_size, seed, stratify=None, weights=None):
             # scikit-learn lists every class with too few rows: thousands of
             # them for a numeric target taken for classes.
             text = text[:300].rstrip() + " ..."
-        hint = ("; a numeric target is fitted with --task regression"
-                if stratify is not None and len(np.unique(stratify)) > len(y) // 2 else "")
+        hint = ""
+        if stratify is not None:
+            classes = np.unique(stratify)
+            if len(classes) > len(y) // 2 and np.issubdtype(classes.dtype, np.number):
+                hint = "; a numeric target is fitted with --task regression"
+            hint += ("; --test-size 0 fits on every row (the test split keeps each "
+                     "class's share, so each class needs two rows)")
         raise UsageError(f"cannot split the data: {text}{hint}") from None
     return tuple(parts) if weights is not None else (*parts, None, None)
 
@@ -926,8 +931,13 @@ def _cmd_mbndt(args):
         _warn_numeric_text(X[c], c, "to keep it categorical, leave it as it is")
     task = args.task
     numbers = _is_number_column(y)
+    if numbers:
+        values = y.to_numpy(dtype=np.float64, na_value=np.nan)
+        if not np.all(np.isfinite(values)):
+            bad = int(np.sum(~np.isfinite(values)))
+            raise UsageError(f"target column {args.target!r} has {bad} infinite value(s)")
     # Numbers with a fraction are amounts, not class codes (2.5, 0.5).
-    fractions = numbers and not np.all(np.mod(y.to_numpy(dtype=np.float64), 1.0) == 0.0)
+    fractions = numbers and not np.all(np.mod(values, 1.0) == 0.0)
     if task == "auto":
         task = ("regression" if numbers and (fractions or y.nunique() > 10)
                 else "classification")
@@ -938,6 +948,10 @@ def _cmd_mbndt(args):
     # Classes of numbers with a fraction are named by their text (scikit-learn
     # takes float labels only when they are whole numbers).
     y = y.astype(str).to_numpy() if task == "classification" and fractions else y.to_numpy()
+    if task == "classification" and numbers and not fractions and y.dtype == object:
+        # Whole decimals (a database's NUMERIC class codes) as the integers
+        # they are: scikit-learn takes no Decimal labels.
+        y = values.astype(np.int64)
     cls = MBNDTClassifier if task == "classification" else MBNDTRegressor
     if task == "regression":
         y = y.astype(np.float64)

@@ -369,6 +369,40 @@ def test_mbndt_task_follows_the_target(tmp_path):
                        "--task regression: target column 'label' is not numeric")
 
 
+def test_mbndt_target_checks_and_decimal_classes(tmp_path):
+    # An infinite target is refused as fit refuses it (it fitted, and a test
+    # split holding it printed "test R2: n/a (constant target)"); whole
+    # decimals (a database's NUMERIC class codes) are classes; a class of one
+    # row points to --test-size 0.
+    pytest.importorskip("torch")
+    pa = pytest.importorskip("pyarrow")
+    import decimal
+
+    import pyarrow.parquet as pq
+
+    x = np.random.default_rng(1).normal(size=80)
+    fast = ("--max-depth", 1, "--n-restarts", 1, "--max-epochs", 3)
+    path = tmp_path / "inf.csv"
+    pd.DataFrame({"x": x, "y": np.where(np.arange(80) == 5, np.inf, x)}).to_csv(path,
+                                                                             index=False)
+    assert_usage_error(run("mbndt", path, "--target", "y", *fast),
+                       "target column 'y' has 1 infinite value(s)")
+    codes = pa.array([decimal.Decimal(int(v > 0)) for v in x], type=pa.decimal128(5, 0))
+    table = tmp_path / "codes.parquet"
+    pq.write_table(pa.table({"x": x, "y": codes}), table)
+    model = tmp_path / "codes.joblib"
+    result = run("mbndt", table, "--target", "y", "--out", model, *fast)
+    assert result.returncode == 0, result.stderr
+    assert "MBNDTClassifier (classification)" in result.stdout
+    import joblib
+
+    assert joblib.load(model).classes_.tolist() == [0, 1]
+    single = tmp_path / "single.csv"
+    pd.DataFrame({"x": x, "y": ["a", "b"] * 39 + ["c", "d"]}).to_csv(single, index=False)
+    assert_usage_error(run("mbndt", single, "--target", "y", *fast),
+                       "cannot split the data", "--test-size 0 fits on every row")
+
+
 def test_predict_missing_feature_column(data_csv, tmp_path):
     model = tmp_path / "model.joblib"
     assert run("fit", data_csv, "--target", "target", "--max-depth", 1, "--out",
