@@ -488,10 +488,11 @@ def _take_weights_and_drop(frame, args):
     Returns ``(frame, weights)``: ``weights`` is None without ``--weight``.
     """
 
-    drop = _column_list(args.drop)
+    drop = _column_list(args.drop, frame.columns)
     unknown = [c for c in drop if c not in frame.columns]
     if unknown:
-        raise UsageError(f"--drop: column(s) not in {args.data}: {_list(unknown)}")
+        raise UsageError(f"--drop: column(s) not in {args.data}: {_list(unknown)}; "
+                         f"columns: {_list([repr(c) for c in frame.columns])}")
     if args.target in drop:
         raise UsageError(f"--drop: {args.target!r} is the target column")
     weights = None
@@ -517,9 +518,28 @@ def _take_weights_and_drop(frame, args):
     return frame.drop(columns=drop), weights
 
 
-def _column_list(spec):
-    """The column names of a ``COL,...`` option (none for None), each once."""
-    return list(dict.fromkeys(c.strip() for c in spec.split(",") if c.strip())) if spec else []
+def _column_list(spec, columns=None):
+    """The column names of a ``COL,...`` option (none for None), each once.
+
+    Names are stripped of surrounding spaces, except that, given the table's
+    ``columns``, a name is taken as written where the table has it so (a
+    header written ``a, b`` names its second column " b"), commas included
+    (a column "price, EUR").
+    """
+    if not spec:
+        return []
+    def column(text):
+        # text as written, else stripped, where the table has that column
+        return next((t for t in (text, text.strip()) if t in columns), None)
+
+    parts, names, i = spec.split(","), [], 0
+    while i < len(parts):
+        # the longest run of parts that, joined back, names a column
+        run = next((j for j in range(len(parts), i, -1)
+                    if columns is not None and column(",".join(parts[i:j]))), None)
+        names.append(column(",".join(parts[i:run])) if run else parts[i].strip())
+        i = run or i + 1
+    return list(dict.fromkeys(c for c in names if c))
 
 
 def _check_proba(model):
@@ -534,8 +554,8 @@ def _categorical_columns(X, args):
     those ``--categorical COL,...`` names (numeric codes declared categorical).
     """
     columns = [c for c in X.columns if not _is_number_column(X[c])]
-    named = _column_list(args.categorical)
-    dropped = _column_list(args.drop)
+    named = _column_list(args.categorical, X.columns)
+    dropped = _column_list(args.drop, X.columns)
     for c in named:
         if c == args.target:
             raise UsageError(f"--categorical: {c!r} is the target column")
@@ -545,7 +565,8 @@ def _categorical_columns(X, args):
             raise UsageError(f"--categorical: {c!r} is dropped by --drop")
     unknown = [c for c in named if c not in X.columns]
     if unknown:
-        raise UsageError(f"--categorical: column(s) not in {args.data}: {_list(unknown)}")
+        raise UsageError(f"--categorical: column(s) not in {args.data}: {_list(unknown)}; "
+                         f"columns: {_list([repr(c) for c in X.columns])}")
     for c in columns:
         if c not in named:
             _reject_dates(X[c], c)
@@ -813,6 +834,7 @@ def _cmd_fit(args):
                          "constant leaves (--leaf-model constant) have none")
     frame, weights = _take_weights_and_drop(_read_table(args.data, args.encoding), args)
     X, y = _split_target(frame, args.target, args.data)
+    regression = _column_list(args.regression_features, X.columns)
     categorical = _categorical_columns(X, args)
     X_train, X_test, y_train, y_test, w_train, w_test = _holdout(
         X, y, args.test_size, args.random_state, weights=weights)
@@ -1084,7 +1106,7 @@ def _cmd_predict(args):
         if X.shape[1] != model.n_features_in_:
             raise UsageError(f"{args.data} has {X.shape[1]} columns but the model expects "
                              f"{model.n_features_in_}")
-    keep = _column_list(args.keep)
+    keep = _column_list(args.keep, frame.columns)
     unknown = [c for c in keep if c not in frame.columns]
     if unknown:
         raise UsageError(f"--keep: column(s) not in {args.data}: {_list(unknown)}")

@@ -403,6 +403,31 @@ def test_mbndt_target_checks_and_decimal_classes(tmp_path):
                        "cannot split the data", "--test-size 0 fits on every row")
 
 
+def test_column_options_name_columns_as_written(tmp_path):
+    # A header written "id, x, code, y" names " x": --drop, --categorical and
+    # --regression-features stripped every name and could not reach it; a
+    # name with a comma is reachable as the whole option.
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=60)
+    path = tmp_path / "spaced.csv"
+    pd.DataFrame({"id": np.arange(60), " x": x, " code": rng.integers(0, 3, 60),
+                  "price, EUR": 2 * x, " y": 3 * x}).to_csv(path, index=False)
+    model = tmp_path / "m.joblib"
+    result = run("fit", path, "--target", " y", "--drop", "id, price, EUR",
+                 "--categorical", " code", "--regression-features", " x", "--out", model)
+    assert result.returncode == 0, result.stderr
+    import joblib
+
+    fitted = joblib.load(model)
+    assert list(fitted.feature_names_in_) == [" x", " code"]
+    assert fitted.is_categorical_.tolist() == [False, True]
+    result = run("fit", path, "--target", " y", "--drop", "price, EUR", "--out", model)
+    assert result.returncode == 0, result.stderr
+    assert "price, EUR" not in joblib.load(model).feature_names_in_
+    assert_usage_error(run("fit", path, "--target", " y", "--drop", "x"),
+                       "--drop: column(s) not in", "columns: 'id', ' x'")
+
+
 def test_predict_missing_feature_column(data_csv, tmp_path):
     model = tmp_path / "model.joblib"
     assert run("fit", data_csv, "--target", "target", "--max-depth", 1, "--out",
