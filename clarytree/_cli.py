@@ -211,13 +211,19 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
     parquet = path.lower().endswith((".parquet", ".pq"))
     try:
         if parquet:
+            try:
+                import pyarrow.parquet as pq
+            except ImportError:
+                pass        # read_parquet says what is missing
+            else:
+                _refuse_duplicate_names(path, pq.read_schema(path).names)
             frame = pd.read_parquet(path)
         else:
             dialect = _csv_dialect(path, encoding)
             source = _csv_source(path, dialect)
-            _refuse_duplicate_names(path, pd.read_csv(source(), header=None, nrows=1,
-                                                      dtype=str, keep_default_na=False,
-                                                      na_values=[""], **dialect))
+            header = pd.read_csv(source(), header=None, nrows=1, dtype=str,
+                                 keep_default_na=False, na_values=[""], **dialect)
+            _refuse_duplicate_names(path, header.iloc[0] if header.shape[0] else [])
             if text_columns:
                 dialect["dtype"] = dict.fromkeys(text_columns, str)
             # index_col=False: a trailing separator on the data rows must not
@@ -299,15 +305,15 @@ def _refuse_longer_rows(path, source, n_names, dialect):
                          f"header's {n_names} column names; name every column in the header")
 
 
-def _refuse_duplicate_names(path, header):
-    """A CSV header naming two columns alike is an error, not pandas' ``a.1``.
+def _refuse_duplicate_names(path, names):
+    """A header naming two columns alike is an error, not pandas' ``a.1``.
 
-    Renamed silently, a second ``price`` column would become a feature
-    named ``price.1`` next to the target ``price`` (or the other way round).
+    Renamed silently, a second ``price`` column of a CSV would become a
+    feature named ``price.1`` next to the target ``price`` (or the other way
+    round); pyarrow refuses to read such a Parquet file with a message about
+    field references.
     """
-    if header.shape[0] == 0:
-        return
-    counts = Counter(v for v in header.iloc[0] if isinstance(v, str))
+    counts = Counter(v for v in names if isinstance(v, str))
     repeated = [name for name, count in counts.items() if count > 1]
     if repeated:
         which = _list([repr(name) for name in repeated], 5)

@@ -330,6 +330,19 @@ def test_errors_exit_2_with_one_line(args, fragments, data_csv, bad_files, tmp_p
     assert_usage_error(result, *fragments)
 
 
+def test_parquet_with_repeated_names_is_named(tmp_path):
+    # pyarrow refused it with "Multiple matches for FieldRef.Name(a)".
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "twice.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array([1.0, 2.0, 3.0])] * 3,
+                                        names=["a", "y", "a"]), path)
+    assert_usage_error(run("fit", path, "--target", "y"),
+                       "twice.parquet: its header gives more than one column the name 'a'",
+                       "give each column its own name")
+
+
 def test_predict_writes_parquet_by_its_extension(data_csv, tmp_path):
     pytest.importorskip("pyarrow")
     model = tmp_path / "model.joblib"
