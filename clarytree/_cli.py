@@ -588,7 +588,7 @@ def _reject_dates(column, name, levels_option=True):
     dates all unseen.  The estimators refuse them too."""
     from ._preparation import date_column_description
 
-    what = date_column_description(column)
+    what = date_column_description(column) or _date_text_description(column)
     if what is None:
         return
     quoted = shlex.quote(name)
@@ -597,6 +597,24 @@ def _reject_dates(column, name, levels_option=True):
                      "the month)" + (f", pass --drop {quoted}, or pass --categorical "
                                      f"{quoted} to split on each date as a level"
                                      if levels_option else f" or pass --drop {quoted}"))
+
+
+# ISO 8601 dates and times as a CSV writes them: 2024-03-01, 2024-03-01 12:30,
+# 2024-03-01T12:30:05.5+01:00, 12:30:05.
+_DATE_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+                        r"(Z|[+-]\d{2}:?\d{2})?)?|\d{2}:\d{2}(:\d{2}(\.\d+)?)?)")
+
+
+def _date_text_description(column):
+    """"holds dates written as text (e.g. ...)" for a text column whose every
+    entry is an ISO date or time (a CSV's dates), else None."""
+    if column.dtype.kind != "O" and type(column.dtype).__name__ != "StringDtype":
+        return None
+    values = column.dropna().unique()
+    if len(values) == 0 or not all(isinstance(v, str) and _DATE_TEXT.fullmatch(v.strip())
+                                   for v in values):
+        return None
+    return f"holds dates or times written as text (e.g. {values[0]!r})"
 
 
 def _warn_numeric_text(column, name, keep):

@@ -330,6 +330,25 @@ def test_errors_exit_2_with_one_line(args, fragments, data_csv, bad_files, tmp_p
     assert_usage_error(result, *fragments)
 
 
+def test_dates_written_as_text_are_refused_as_parquet_dates_are(tmp_path):
+    # With 256 distinct dates or fewer a CSV's date column became levels
+    # without a word (every test date unseen); Parquet's date column is an
+    # error naming --drop and --categorical.
+    rng = np.random.default_rng(3)
+    days = pd.date_range("2024-01-01", periods=100).strftime("%Y-%m-%d")
+    x = rng.normal(size=100)
+    path = tmp_path / "days.csv"
+    pd.DataFrame({"day": days, "x": x, "y": 2 * x}).to_csv(path, index=False)
+    assert_usage_error(run("fit", path, "--target", "y"),
+                       "column 'day' holds dates or times written as text (e.g. '2024-01-01')",
+                       "--drop day", "--categorical day")
+    assert run("fit", path, "--target", "y", "--categorical", "day").returncode == 0
+    assert run("fit", path, "--target", "y", "--drop", "day").returncode == 0
+    pytest.importorskip("torch")
+    assert_usage_error(run("mbndt", path, "--target", "y", "--max-epochs", 2),
+                       "column 'day' holds dates or times written as text", "--drop day")
+
+
 def test_parquet_with_repeated_names_is_named(tmp_path):
     # pyarrow refused it with "Multiple matches for FieldRef.Name(a)".
     pa = pytest.importorskip("pyarrow")
