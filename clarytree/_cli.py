@@ -190,7 +190,7 @@ def _numbers_with_markers(frame, decimal, text_columns=(), semicolons=False):
     return frame
 
 
-def _read_table(path, encoding=None, text_columns=(), as_written=()):
+def _read_table(path, encoding=None, text_columns=(), as_written=None):
     """Read a CSV (optionally compressed) or Parquet file into a DataFrame.
 
     CSV text is decoded as ``encoding``; when None, as UTF-16 or UTF-32 if
@@ -198,9 +198,10 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
     else as UTF-8 (with or without one).  ``text_columns`` of a CSV are read
     as text as written (``"01"`` stays ``"01"``), whatever they look like.
     Empty cells are missing values; pandas' markers such as ``NA`` are too,
-    in a column of numbers only.  ``as_written`` columns of a CSV are
-    also read as their text exactly, empty cells as ``""``, into
-    ``frame.attrs["as_written"]`` (``predict --keep``).
+    in a column of numbers only.  The ``as_written`` columns (names, or a
+    ``COL,...`` option read against the header) of a CSV are also read as their
+    text exactly, empty cells as ``""``, into ``frame.attrs["as_written"]``
+    (``predict --keep``).
     """
     import pandas as pd
 
@@ -239,7 +240,9 @@ def _read_table(path, encoding=None, text_columns=(), as_written=()):
                 _refuse_longer_rows(path, source, frame.shape[1], dialect)
             frame = _numbers_with_markers(frame, dialect.get("decimal"), set(text_columns),
                                           dialect.get("sep") == ";")
-            as_written = [name for name in as_written if name in frame.columns]
+            if isinstance(as_written, str):
+                as_written = _column_list(as_written, frame.columns)
+            as_written = [name for name in as_written or () if name in frame.columns]
             if as_written:
                 dialect["dtype"] = str
                 written = pd.read_csv(source(), index_col=False, keep_default_na=False,
@@ -539,10 +542,13 @@ def _column_list(spec, columns=None):
         return next((t for t in (text, text.strip()) if t in columns), None)
 
     parts, names, i = spec.split(","), [], 0
+    # a run of parts joins at most as many commas as a column's name holds
+    longest = 1 + max((str(c).count(",") for c in columns), default=0) \
+        if columns is not None else 0
     while i < len(parts):
         # the longest run of parts that, joined back, names a column
-        run = next((j for j in range(len(parts), i, -1)
-                    if columns is not None and column(",".join(parts[i:j]))), None)
+        run = next((j for j in range(min(len(parts), i + longest), i, -1)
+                    if column(",".join(parts[i:j]))), None)
         names.append(column(",".join(parts[i:run])) if run else parts[i].strip())
         i = run or i + 1
     return list(dict.fromkeys(c for c in names if c))
@@ -555,13 +561,15 @@ def _check_proba(model):
                          "give probabilities")
 
 
-def _categorical_columns(X, args):
+def _categorical_columns(X, args, table_columns):
     """Columns to treat as categorical: text, bool and category columns plus
     those ``--categorical COL,...`` names (numeric codes declared categorical).
+    The names are read against ``table_columns``, the file's (the target
+    and dropped columns included, so that naming one is told so).
     """
     columns = [c for c in X.columns if not _is_number_column(X[c])]
-    named = _column_list(args.categorical, X.columns)
-    dropped = _column_list(args.drop, X.columns)
+    named = _column_list(args.categorical, table_columns)
+    dropped = _column_list(args.drop, table_columns)
     for c in named:
         if c == args.target:
             raise UsageError(f"--categorical: {c!r} is the target column")
@@ -588,10 +596,20 @@ def _reject_dates(column, name, levels_option=True):
     dates all unseen.  The estimators refuse them too."""
     from ._preparation import date_column_description
 
-    what = date_column_description(column) or _date_text_description(column)
+    quoted = shlex.quote(name)
+    what = date_column_description(column)
+    if what is None:
+        what = _date_text_description(column)
+        if what is not None and not levels_option:
+            # mbndt keeps a text column as levels (it has no --categorical
+            # to say so): a word, not a refusal
+            warnings.warn(f"column {name!r} {what}: each date is its own level, so new "
+                          "dates are all unseen; store them as numbers in the file (e.g. "
+                          f"days since a date, or the month) or pass --drop {quoted}",
+                          UserWarning, stacklevel=2)
+            return
     if what is None:
         return
-    quoted = shlex.quote(name)
     raise UsageError(f"column {name!r} {what}: dates and times are neither numbers nor "
                      "levels; store them as numbers in the file (e.g. days since a date, or "
                      "the month)" + (f", pass --drop {quoted}, or pass --categorical "
@@ -601,20 +619,29 @@ def _reject_dates(column, name, levels_option=True):
 
 # ISO 8601 dates and times as a CSV writes them: 2024-03-01, 2024-03-01 12:30,
 # 2024-03-01T12:30:05.5+01:00, 12:30:05.
-_DATE_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
-                        r"(Z|[+-]\d{2}:?\d{2})?)?|\d{2}:\d{2}(:\d{2}(\.\d+)?)?)")
+_DATE_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+                        r"(Z|[+-]\d{2}:?\d{2})?)?")
 
 
 def _date_text_description(column):
     """"holds dates written as text (e.g. ...)" for a text column whose every
-    entry is an ISO date or time (a CSV's dates), else None."""
+    entry is an ISO date (a CSV's dates: 2024-03-01, 2024-03-01 12:30), a
+    real one, else None.  Times of day alone (shift starts) are left as
+    levels."""
+    import pandas as pd
+
     if column.dtype.kind != "O" and type(column.dtype).__name__ != "StringDtype":
         return None
     values = column.dropna().unique()
     if len(values) == 0 or not all(isinstance(v, str) and _DATE_TEXT.fullmatch(v.strip())
                                    for v in values):
         return None
-    return f"holds dates or times written as text (e.g. {values[0]!r})"
+    try:
+        real = pd.to_datetime(pd.Series(values), format="ISO8601", errors="coerce",
+                              utc=True).notna().all()
+    except (ValueError, TypeError, OverflowError):
+        real = False
+    return f"holds dates written as text (e.g. {values[0]!r})" if real else None
 
 
 def _warn_numeric_text(column, name, keep):
@@ -838,8 +865,9 @@ def _holdout(X, y, test_size, seed, stratify=None, weights=None):
             classes = np.unique(stratify)
             if len(classes) > len(y) // 2 and np.issubdtype(classes.dtype, np.number):
                 hint = "; a numeric target is fitted with --task regression"
-            hint += ("; --test-size 0 fits on every row (the test split keeps each "
-                     "class's share, so each class needs two rows)")
+            if "least populated class" in text:
+                hint += ("; --test-size 0 fits on every row (the test split keeps each "
+                         "class's share, so each class needs two rows)")
         raise UsageError(f"cannot split the data: {text}{hint}") from None
     return tuple(parts) if weights is not None else (*parts, None, None)
 
@@ -856,10 +884,11 @@ def _cmd_fit(args):
     if regression and args.leaf_model != "linear":
         raise UsageError("--regression-features chooses the columns of linear leaves; "
                          "constant leaves (--leaf-model constant) have none")
-    frame, weights = _take_weights_and_drop(_read_table(args.data, args.encoding), args)
+    table = _read_table(args.data, args.encoding)
+    frame, weights = _take_weights_and_drop(table, args)
     X, y = _split_target(frame, args.target, args.data)
     regression = _column_list(args.regression_features, X.columns)
-    categorical = _categorical_columns(X, args)
+    categorical = _categorical_columns(X, args, table.columns)
     X_train, X_test, y_train, y_test, w_train, w_test = _holdout(
         X, y, args.test_size, args.random_state, weights=weights)
     params = {
@@ -995,9 +1024,16 @@ def _cmd_mbndt(args):
     # takes float labels only when they are whole numbers).
     y = y.astype(str).to_numpy() if task == "classification" and fractions else y.to_numpy()
     if task == "classification" and numbers and not fractions and y.dtype == object:
-        # Whole decimals (a database's NUMERIC class codes) as the integers
-        # they are: scikit-learn takes no Decimal labels.
-        y = values.astype(np.int64)
+        # Decimals (a database's NUMERIC class codes): scikit-learn takes no
+        # Decimal labels. Whole ones are the integers they are, read exactly
+        # (not through float64); others are named by their text.
+        codes = [int(v) for v in y]
+        if any(c != v for c, v in zip(codes, y, strict=True)):
+            y = y.astype(str)
+        elif all(-(2**63) <= c < 2**63 for c in codes):
+            y = np.array(codes, dtype=np.int64)
+        else:
+            y = np.array([str(c) for c in codes], dtype=object)
     cls = MBNDTClassifier if task == "classification" else MBNDTRegressor
     if task == "regression":
         y = y.astype(np.float64)
@@ -1111,7 +1147,7 @@ def _cmd_predict(args):
     # (a stray "?") but is all numbers here would match none of its levels.
     text, numbers = _level_types(model)
     frame = _read_table(args.data, args.encoding, text_columns=text,
-                        as_written=_column_list(args.keep))
+                        as_written=args.keep)
     for name in numbers:
         if name in frame.columns and frame[name].dtype.kind not in "iuf":
             # numeric codes: a code written as text reads as that number, an

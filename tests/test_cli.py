@@ -340,13 +340,22 @@ def test_dates_written_as_text_are_refused_as_parquet_dates_are(tmp_path):
     path = tmp_path / "days.csv"
     pd.DataFrame({"day": days, "x": x, "y": 2 * x}).to_csv(path, index=False)
     assert_usage_error(run("fit", path, "--target", "y"),
-                       "column 'day' holds dates or times written as text (e.g. '2024-01-01')",
+                       "column 'day' holds dates written as text (e.g. '2024-01-01')",
                        "--drop day", "--categorical day")
     assert run("fit", path, "--target", "y", "--categorical", "day").returncode == 0
     assert run("fit", path, "--target", "y", "--drop", "day").returncode == 0
+    # codes shaped like dates that are none (month 13), and times of day
+    # (shift starts), are levels
+    pd.DataFrame({"code": np.resize(["2024-13-45", "1001-20-30"], 100),
+                  "shift": np.resize(["06:00", "14:00", "22:00"], 100), "x": x,
+                  "y": 2 * x}).to_csv(path, index=False)
+    assert run("fit", path, "--target", "y").returncode == 0
+    # mbndt, which has no --categorical, keeps dates as levels with a warning
     pytest.importorskip("torch")
-    assert_usage_error(run("mbndt", path, "--target", "y", "--max-epochs", 2),
-                       "column 'day' holds dates or times written as text", "--drop day")
+    pd.DataFrame({"day": days, "x": x, "y": 2 * x}).to_csv(path, index=False)
+    result = run("mbndt", path, "--target", "y", "--max-epochs", 2, "--n-restarts", 1)
+    assert result.returncode == 0, result.stderr
+    assert "column 'day' holds dates written as text" in result.stderr
 
 
 def test_parquet_with_repeated_names_is_named(tmp_path):
@@ -429,6 +438,13 @@ def test_mbndt_target_checks_and_decimal_classes(tmp_path):
     import joblib
 
     assert joblib.load(model).classes_.tolist() == [0, 1]
+    # codes beyond int64 are classes by their text, not wrapped integers
+    big = pa.array([decimal.Decimal(10**20 if v > 0 else 1) for v in x],
+                   type=pa.decimal128(25, 0))
+    pq.write_table(pa.table({"x": x, "y": big}), table)
+    result = run("mbndt", table, "--target", "y", "--out", model, *fast)
+    assert result.returncode == 0, result.stderr
+    assert joblib.load(model).classes_.tolist() == ["1", str(10**20)]
     single = tmp_path / "single.csv"
     pd.DataFrame({"x": x, "y": ["a", "b"] * 39 + ["c", "d"]}).to_csv(single, index=False)
     assert_usage_error(run("mbndt", single, "--target", "y", *fast),
@@ -458,6 +474,17 @@ def test_column_options_name_columns_as_written(tmp_path):
     assert "price, EUR" not in joblib.load(model).feature_names_in_
     assert_usage_error(run("fit", path, "--target", " y", "--drop", "x"),
                        "--drop: column(s) not in", "columns: 'id', ' x'")
+    assert_usage_error(run("fit", path, "--target", " y", "--categorical", " y"),
+                       "--categorical: ' y' is the target column")
+    # predict --keep reads such names as written too (it raised a KeyError)
+    pd.DataFrame({"id": ["007", "010"], " x": [0.5, 1.0], " code": [1, 2],
+                  "price, EUR": [1.0, 2.0]}).to_csv(path, index=False)
+    out = tmp_path / "kept.csv"
+    result = run("predict", model, path, "--keep", "id, price, EUR", "--out", out)
+    assert result.returncode == 0, result.stderr
+    kept = pd.read_csv(out, dtype=str)
+    assert kept["id"].tolist() == ["007", "010"]
+    assert kept["price, EUR"].tolist() == ["1.0", "2.0"]
 
 
 def test_predict_missing_feature_column(data_csv, tmp_path):
