@@ -464,7 +464,7 @@ def _split_target(frame, target, path):
     if target not in frame.columns:
         raise UsageError(
             f"column {target!r} not found in {path}; columns: "
-            f"{_list([repr(c) for c in frame.columns])}")
+            f"{_names(frame.columns)}")
     y = frame[target]
     if not _is_number_column(y):
         raise UsageError(f"target column {target!r} is not numeric"
@@ -501,7 +501,7 @@ def _take_weights_and_drop(frame, args):
     unknown = [c for c in drop if c not in frame.columns]
     if unknown:
         raise UsageError(f"--drop: column(s) not in {args.data}: {_list(unknown)}; "
-                         f"columns: {_list([repr(c) for c in frame.columns])}")
+                         f"columns: {_names(frame.columns)}")
     if args.target in drop:
         raise UsageError(f"--drop: {args.target!r} is the target column")
     weights = None
@@ -537,6 +537,7 @@ def _column_list(spec, columns=None):
     """
     if not spec:
         return []
+
     def column(text):
         # text as written, else stripped, where the table has that column
         return next((t for t in (text, text.strip()) if t in columns), None)
@@ -580,7 +581,7 @@ def _categorical_columns(X, args, table_columns):
     unknown = [c for c in named if c not in X.columns]
     if unknown:
         raise UsageError(f"--categorical: column(s) not in {args.data}: {_list(unknown)}; "
-                         f"columns: {_list([repr(c) for c in X.columns])}")
+                         f"columns: {_names(X.columns)}")
     for c in columns:
         if c not in named:
             _reject_dates(X[c], c)
@@ -600,7 +601,9 @@ def _reject_dates(column, name, levels_option=True):
     what = date_column_description(column)
     if what is None:
         what = _date_text_description(column)
-        if what is not None and not levels_option:
+        if what is None:
+            return
+        if not levels_option:
             # mbndt keeps a text column as levels (it has no --categorical
             # to say so): a word, not a refusal
             warnings.warn(f"column {name!r} {what}: each date is its own level, so new "
@@ -608,8 +611,6 @@ def _reject_dates(column, name, levels_option=True):
                           f"days since a date, or the month) or pass --drop {quoted}",
                           UserWarning, stacklevel=2)
             return
-    if what is None:
-        return
     raise UsageError(f"column {name!r} {what}: dates and times are neither numbers nor "
                      "levels; store them as numbers in the file (e.g. days since a date, or "
                      "the month)" + (f", pass --drop {quoted}, or pass --categorical "
@@ -652,6 +653,11 @@ def _warn_numeric_text(column, name, keep):
                       "it is read as a categorical column (one level per value). To use it "
                       "as a number, fix those entries in the file or leave them empty "
                       f"(missing); {keep}.")
+
+
+def _names(columns):
+    """A table's column names, quoted, for messages."""
+    return _list([repr(c) for c in columns])
 
 
 def _list(items, limit=8):
@@ -880,8 +886,7 @@ def _cmd_fit(args):
     if args.time_limit is not None and args.lookahead_depth == 0:
         raise UsageError("--time-limit bounds the lookahead search; the greedy tree "
                          "(--lookahead-depth 0) has none")
-    regression = _column_list(args.regression_features)
-    if regression and args.leaf_model != "linear":
+    if _column_list(args.regression_features) and args.leaf_model != "linear":
         raise UsageError("--regression-features chooses the columns of linear leaves; "
                          "constant leaves (--leaf-model constant) have none")
     table = _read_table(args.data, args.encoding)
@@ -993,7 +998,7 @@ def _cmd_mbndt(args):
     if args.target not in frame.columns:
         raise UsageError(
             f"column {args.target!r} not found in {args.data}; columns: "
-            f"{_list([repr(c) for c in frame.columns])}")
+            f"{_names(frame.columns)}")
     frame, weights = _take_weights_and_drop(frame, args)
     y = frame[args.target]
     if y.isna().any():

@@ -329,9 +329,6 @@ class _BaseMBNDT(BaseEstimator):
             pos = np.flatnonzero(sample_weight > 0)
             raw, y_encode, y_task = raw[pos], y_encode[pos], y_task[pos]
             sample_weight = sample_weight[pos]
-            if target_type == "multiclass" and np.unique(y_encode).size <= 2:
-                # The target encoder sees only the classes those rows hold.
-                target_type = "binary"
         ct = build_preprocessor(kinds, raw, y_encode, self.max_onehot_levels,
                                 self.rank_gauss, target_type, prep_seed)
         # fit_transform cross-fits the target encoder (leakage-safe training inputs);

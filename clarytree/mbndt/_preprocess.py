@@ -309,6 +309,10 @@ def build_preprocessor(kinds, raw, y, max_onehot_levels, rank_gauss, target_type
     kinds; ``y`` is the encoded target the target encoder will be fitted on."""
     num_idx = [j for j, k in enumerate(kinds) if k == "num"]
     cat_idx = [j for j, k in enumerate(kinds) if k == "cat"]
+    if target_type == "multiclass" and np.unique(y).size <= 2:
+        # The encoder knows only the classes its rows hold (those of weight
+        # > 0): two of them are a binary target.
+        target_type = "binary"
     folds = _cross_fit_folds(y, target_type)
     low, high = [], []
     for j in cat_idx:
