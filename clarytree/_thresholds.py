@@ -76,6 +76,10 @@ def threshold_pool(x, n_thresholds, strategy="quantile", sample_weight=None):
     -------
     thresholds : ndarray of float64
     """
+    if n_thresholds is not None:
+        # A Python int: in a numpy integer's own dtype T + 1 wraps around at
+        # its maximum (np.uint8(255) + 1 == 0), which emptied the pool.
+        n_thresholds = int(n_thresholds)
     if sample_weight is None:
         # One sort gives the distinct values and their counts: the quantiles
         # of the data are those of its distinct values repeated as often

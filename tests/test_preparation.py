@@ -1083,3 +1083,23 @@ def test_levels_of_another_type_at_predict_are_named_by_their_type():
         with pytest.warns(UserWarning, match=rf"fit saw text \('a', 'b'\), this column "
                                              rf"holds {kind} \("):
             model.predict(X.assign(c=[value] * 200))
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform"])
+@pytest.mark.parametrize("n_thresholds", [np.uint8(255), np.int8(127), np.int16(32767)])
+def test_numpy_integer_at_its_maximum_is_that_many_thresholds(n_thresholds, strategy):
+    # n_thresholds + 1 wrapped around in the integer's own dtype: the pools
+    # came out empty and the fit was one leaf ("every column is constant").
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = np.where(X[:, 0] > 0.3, 2.0, -1.0) + X[:, 1]
+    fitted = CholeskyTreeRegressor(n_thresholds=n_thresholds, threshold_strategy=strategy,
+                                   max_depth=2).fit(X, y)
+    plain = CholeskyTreeRegressor(n_thresholds=int(n_thresholds), threshold_strategy=strategy,
+                                  max_depth=2).fit(X, y)
+    for got, expected in zip(fitted.thresholds_, plain.thresholds_):
+        np.testing.assert_array_equal(got, expected)
+    assert fitted.get_n_leaves() == plain.get_n_leaves() > 1
+    np.testing.assert_array_equal(
+        threshold_pool(X[:, 0], n_thresholds, strategy),
+        threshold_pool(X[:, 0], int(n_thresholds), strategy))
