@@ -1079,8 +1079,12 @@ def _json_value(value):
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, range)):
         return [_json_value(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        # A set of columns (fit sorts the columns it names anyway); written
+        # in a fixed order so one model gives one description.
+        return sorted((_json_value(v) for v in value), key=lambda v: (str(type(v)), v))
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if hasattr(value, "__array__") and hasattr(value, "__len__"):

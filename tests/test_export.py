@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
 
@@ -630,6 +631,27 @@ def test_array_like_parameters_round_trip_through_json():
     data = json.loads(json.dumps(to_dict(model)))
     assert data["params"]["regression_features"] == ["a", "b"]
     np.testing.assert_array_equal(from_dict(data).predict(frame), model.predict(frame))
+
+
+@pytest.mark.parametrize("regression_features, categorical_features", [
+    ({"b", "a"}, {"g"}), (range(2), frozenset({"g"})), (frozenset({0, 1}), range(3, 4))])
+def test_set_and_range_parameters_round_trip_through_json(regression_features,
+                                                          categorical_features):
+    # fit reads a set or range of columns; to_dict raised "cannot serialize
+    # parameter value {'a', 'b'} of type set".
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    frame["g"] = pd.Categorical(rng.choice(["u", "v"], 200))
+    y = frame["a"] * (frame["g"] == "u") + frame["b"]
+    model = CholeskyTreeRegressor(max_depth=2, regression_features=regression_features,
+                                  categorical_features=categorical_features).fit(frame, y)
+    data = json.loads(json.dumps(to_dict(model)))
+    assert data["params"]["regression_features"] == sorted(regression_features)
+    restored = from_dict(data)
+    np.testing.assert_array_equal(restored.predict(frame), model.predict(frame))
+    np.testing.assert_array_equal(restored.regression_features_, model.regression_features_)
+    refit = clone(restored).fit(frame, y)
+    np.testing.assert_array_equal(refit.predict(frame), model.predict(frame))
 
 
 def test_infinite_category_level_is_refused_like_infinite_numbers():
