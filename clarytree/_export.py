@@ -475,13 +475,15 @@ def _level_text(level):
     """A level as the printed and drawn trees show it: bare, unless bare it
     would read as something else (the empty text as an empty set, spaces at
     its ends unseen, a comma or brace as the set's own punctuation, text
-    that reads as a number, a bool or a missing value); such a level is
-    quoted as Python writes it."""
+    that reads as a number, a bool or a missing value, quotes at its ends
+    as another level quoted, a backslash or an escaped character as that
+    character); such a level is quoted as Python writes it."""
     if isinstance(level, _MergedLabel):
         return _display(str(level))
-    if isinstance(level, str) and (level != level.strip() or any(c in level for c in ",{}")
-                                   or level == "" or _reads_as_other(level)
-                                   or level in _LABEL_LEVELS):
+    if isinstance(level, str) and (level != level.strip() or any(c in level for c in ",{}\\")
+                                   or level == "" or not level.isprintable()
+                                   or level[0] in "'\"" or level[-1] in "'\""
+                                   or _reads_as_other(level) or level in _LABEL_LEVELS):
         return _display(repr(level))
     return _display(level)
 
@@ -917,8 +919,11 @@ def export_text(estimator, feature_names=None, *, significant_digits=4,
     units (columns that do not enter the leaf regressions are left out), or,
     for MBNDT, its value or class probabilities; MBNDT tests also say where a
     missing value or an unseen category goes. Unprintable characters in
-    column names and levels (a line break, a tab) print as escapes (``\\n``,
-    ``\\t``), here, in ``leaf_table``'s rules and in the drawings.
+    column names, levels and class labels (a line break, a tab) print as
+    escapes (``\\n``, ``\\t``), here, in ``leaf_table``'s rules and in the
+    drawings; a text level that bare would read as another (a number, a
+    missing value, or text holding quotes at its ends, a backslash or such
+    an escape) is quoted as Python writes it.
 
     Parameters
     ----------

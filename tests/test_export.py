@@ -680,6 +680,28 @@ def test_a_real_level_spelled_like_the_merged_label_is_quoted():
     assert "'<other>'" in export_text(model)
 
 
+def test_every_level_prints_as_its_own_text():
+    # "'1'" (quotes part of the text) printed bare as 'c in {'1'}', which is
+    # how the level "1" prints; "a\\n" (a backslash) printed as "a\n" (a
+    # line break) does.  The printed form names one level.
+    from clarytree._export import _level_text
+
+    levels = ["1", "'1'", '"1"', "'", "a'", "a\n", "a\\n", "a\tb", "a\\tb", "\\",
+              "x", " x", "'x'", "<other>", "'<other>'", "", "''", "None", "'None'"]
+    printed = [_level_text(level) for level in levels]
+    assert len(set(printed)) == len(levels), printed
+    assert all(text.isprintable() for text in printed)
+    assert _level_text("x") == "x" and _level_text("a'b") == "a'b"      # plain stays bare
+
+    rng = np.random.default_rng(0)
+    code = rng.choice(["1", "'1'", "z"], size=300).astype(object)
+    y = np.where(code == "'1'", 7.0, 0.0) + rng.normal(scale=0.1, size=300)
+    model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant").fit(
+        pd.DataFrame({"code": code}), y)
+    text = export_text(model)
+    assert "code in {\"'1'\"}" in text and "code in {'1', z}" in text, text
+
+
 def test_from_dict_refuses_hand_edits_that_would_predict_garbage():
     # Each edit used to load and then predict NaN, shifted values or
     # probabilities summing to 2.7, or fail later with a bare IndexError.

@@ -1313,3 +1313,14 @@ def test_numeric_columns_whose_spread_underflows_are_named():
             model = MBNDTClassifier(max_depth=2, n_restarts=1, stage1_epochs=0, max_epochs=5,
                                     rank_gauss=rank_gauss, random_state=0).fit(X * scale, y)
             assert (model.predict(X * scale) == y).mean() > 0.9
+
+
+def test_class_labels_with_line_breaks_print_escaped():
+    # A class label "late\npayment" broke its leaf's line in two.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = np.where(X[:, 0] > 0, "late\npayment", "ok")
+    est = MBNDTClassifier(max_depth=1, n_restarts=1, max_epochs=20, random_state=0).fit(X, y)
+    text = export_text(est)
+    assert "class late\\npayment (proba" in text
+    assert all(line.lstrip().startswith("|") for line in text.splitlines()), text

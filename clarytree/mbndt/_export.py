@@ -141,7 +141,7 @@ def _leaf_text(estimator, node, digits):
     if classes is not None:
         k = int(np.argmax(value))
         probs = ", ".join(_num(p, digits) for p in value)
-        return f"class {classes[k]} (proba [{probs}])"
+        return f"class {_display(classes[k])} (proba [{probs}])"
     return f"y = {_num(value[0], digits)}"
 
 
