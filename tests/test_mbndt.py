@@ -1277,6 +1277,53 @@ def test_date_and_duration_labels_export_and_round_trip(labels, literal):
     np.testing.assert_array_equal(restored.predict(X), expected)
 
 
+def test_export_sql_writes_nanosecond_dates_as_text():
+    # datetime64[ns] labels (pandas' unit for sub-microsecond input, and
+    # older pandas' only one) were written as integer nanoseconds
+    # (1623715200000000000), microsecond ones as '2021-06-15 00:00:00'.
+    import sqlite3
+
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"x": rng.normal(size=200)})
+    dates = np.array(["2020-01-01", "2021-06-15T01:02:03.123456789"], dtype="M8[ns]")
+    answers = {}
+    for unit in ("ns", "us"):
+        y = dates.astype(f"M8[{unit}]")[(X["x"] > 0).astype(int)]
+        model = MBNDTClassifier(max_depth=1, n_restarts=1, max_epochs=20,
+                                random_state=0).fit(X, y)
+        db = sqlite3.connect(":memory:")
+        db.execute('CREATE TABLE t ("x" REAL)')
+        db.executemany("INSERT INTO t VALUES (?)", [(v,) for v in X["x"]])
+        answers[unit] = [row[0] for row in db.execute(export_sql(model))]
+        np.testing.assert_array_equal(np.array(answers[unit], dtype=f"M8[{unit}]"),
+                                      model.predict(X))
+    assert set(answers["ns"]) == {"2020-01-01 00:00:00", "2021-06-15 01:02:03.123456789"}
+    assert set(answers["us"]) == {"2020-01-01 00:00:00", "2021-06-15 01:02:03.123456"}
+
+
+def test_uint64_class_labels_round_trip_exactly():
+    # from_dict read [2**53 + 1, 2**63 + 1, 2**64 - 1] through np.asarray as
+    # float64: the restored model predicted 9007199254740992.0.
+    import clarytree
+
+    labels = np.array([2**53 + 1, 2**63 + 1, 2**64 - 1], dtype=np.uint64)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 2))
+    y = labels[np.digitize(X[:, 0], [-0.5, 0.5])]
+    model = MBNDTClassifier(max_depth=1, n_branches=3, n_restarts=1, max_epochs=20,
+                            random_state=0).fit(X, y)
+    restored = clarytree.from_dict(json.loads(json.dumps(clarytree.to_dict(model))))
+    assert restored.classes_.dtype == np.uint64
+    assert restored.classes_.tolist() == model.classes_.tolist()
+    assert restored.predict(X).tolist() == model.predict(X).tolist()
+    signed = np.array([-(2**62), 2**53 + 1])
+    model = MBNDTClassifier(max_depth=1, n_restarts=1, max_epochs=20, random_state=0).fit(
+        X, signed[(X[:, 0] > 0).astype(int)])
+    restored = clarytree.from_dict(json.loads(json.dumps(clarytree.to_dict(model))))
+    assert restored.classes_.dtype == np.int64
+    assert restored.classes_.tolist() == signed.tolist()
+
+
 def test_labels_without_python_source_are_refused_by_export_python():
     import clarytree
 

@@ -28,6 +28,25 @@ def leaf_output(estimator, leaf):
     return label.item() if isinstance(label, np.generic) else label
 
 
+def _sql_label(label):
+    """SQL literal of a class label.  numpy's ``.item()`` of a date or
+    duration finer than microseconds is a bare count of nanoseconds: such a
+    label is written as the text coarser ones get (that of the equal
+    ``datetime``), or as numpy's ISO text where it is finer than datetime's
+    microseconds."""
+    if (isinstance(label, (np.datetime64, np.timedelta64)) and not np.isnat(label)
+            and isinstance(label.item(), int)):
+        micro = label.astype("M8[us]" if isinstance(label, np.datetime64) else "m8[us]")
+        if micro == label:
+            label = micro
+        elif isinstance(label, np.datetime64):
+            return _sql_value(np.datetime_as_string(label).replace("T", " "))
+    value = label.item() if isinstance(label, np.generic) else label
+    if isinstance(value, (datetime.date, datetime.timedelta)):
+        return _sql_value(str(value))
+    return _lit(value) if isinstance(value, float) else _sql_value(value)
+
+
 def _label_source(label):
     """Python source of a class label, and whether it needs ``import datetime``.
 
@@ -124,8 +143,12 @@ def sql_cases(estimator, names, proba_of=None):
             if proba_of is not None:
                 cases.append((paths[node], _lit(tree.value[node][proba_of])))
                 continue
-            out = leaf_output(estimator, node)
-            cases.append((paths[node], _lit(out) if isinstance(out, float) else _sql_value(out)))
+            classes = getattr(estimator, "classes_", None)
+            if classes is None:
+                cases.append((paths[node], _lit(leaf_output(estimator, node))))
+            else:
+                label = classes[int(np.argmax(tree.value[node]))]
+                cases.append((paths[node], _sql_label(label)))
             continue
         tests = _child_tests(tree, node, cols[int(tree.feature[node])])
         for kid, test in zip(_children(tree, node), tests, strict=True):

@@ -205,6 +205,14 @@ def _classes_to_json(classes):
 
 def _classes_from_json(classes, dtype):
     if dtype is None:
+        if (isinstance(classes, list) and classes
+                and all(type(label) is int for label in classes)):
+            # Integer labels exactly: numpy reads a list holding one beyond
+            # int64 (uint64 labels) as float64, which rounds them.
+            for integer in (np.int64, np.uint64):
+                info = np.iinfo(integer)
+                if info.min <= min(classes) and max(classes) <= info.max:
+                    return np.array(classes, dtype=integer)
         return np.asarray(classes)
     try:
         dtype = np.dtype(dtype)
