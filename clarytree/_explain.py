@@ -301,6 +301,27 @@ def _lit(value):
     return repr(value)
 
 
+def _sql_threshold(t):
+    """SQL literal of a threshold ``t`` that a column is compared with.
+
+    The model compares ``float64(x) <= t``; SQL compares an integer column
+    exactly.  Beyond 2**53 the two differ: ``x = 2**53 + 1`` rounds to
+    ``2**53`` and goes left of ``t = 2**53``, while SQL sends it right.  There
+    the literal is the largest integer whose float64 is at most ``t``: every
+    integer and every float then goes the model's way (the float64 of that
+    integer is ``t`` itself, so a REAL column compares as before).
+    """
+    t = float(t)
+    if not np.isfinite(t) or abs(t) < 2.0 ** 53:
+        return _lit(t)
+    low, high = int(t), int(np.nextafter(t, np.inf))
+    middle = (low + high) // 2      # exact: the gap between them is even or 1
+    largest = middle if float(middle) <= t else middle - 1   # ties round to even
+    if not -(2**63) <= largest < 2**63:
+        return _lit(t)              # beyond every 64-bit integer: exact as a float
+    return str(largest)
+
+
 def _signed_terms(intercept, pairs):
     """``b0 + c1 * x1 - c2 * x2``: ``a + (-c) * x`` equals ``a - c * x`` exactly."""
     parts = [_lit(intercept)]
@@ -382,9 +403,10 @@ def _sql_binary_tests(estimator, tree, node, col):
         return f"{col} IS NULL", f"{col} IS NOT NULL"
     if t == np.inf:   # every present value left, missing right
         return f"{col} IS NOT NULL", f"{col} IS NULL"
+    t = _sql_threshold(t)
     if mleft:
-        return f"({col} <= {_lit(t)} OR {col} IS NULL)", f"{col} > {_lit(t)}"
-    return f"{col} <= {_lit(t)}", f"({col} > {_lit(t)} OR {col} IS NULL)"
+        return f"({col} <= {t} OR {col} IS NULL)", f"{col} > {t}"
+    return f"{col} <= {t}", f"({col} > {t} OR {col} IS NULL)"
 
 
 def binary_sql_cases(estimator, names, dialect):

@@ -941,3 +941,32 @@ def test_sql_output_column_must_be_a_name(data, column):
     model = CholeskyTreeRegressor(max_depth=1).fit(X, y)
     with pytest.raises(TypeError, match="column must be a non-empty string"):
         export_sql(model, column=column)
+
+
+@pytest.mark.parametrize("column_type", ["INTEGER", "REAL"])
+def test_sql_routes_integers_beyond_2_53_as_predict_does(column_type):
+    # predict rounds an int64 ID to float64 before comparing; SQL compared
+    # the INTEGER exactly with the float threshold, so 2**53 + 1 went the
+    # other way of a threshold 2**53 (a midpoint that rounded onto it).
+    from clarytree._explain import _sql_threshold
+
+    base = 2**53
+    ids = base + np.arange(0, 400, 2)                     # exact in float64
+    y = np.where(ids < base + 100, 0.0, 5.0) + (ids % 7 == 0)
+    model = CholeskyTreeRegressor(max_depth=3, leaf_model="constant").fit(
+        pd.DataFrame({"id": ids}), y)
+    sql = export_sql(model, table="t")
+    probe = base - 8 + np.arange(420)                     # odd IDs round in float64
+    db = sqlite3.connect(":memory:")
+    db.execute(f'CREATE TABLE t ("id" {column_type})')
+    db.executemany("INSERT INTO t VALUES (?)", [(int(v),) for v in probe])
+    got = [row[0] for row in db.execute(sql)]
+    np.testing.assert_array_equal(got, model.predict(pd.DataFrame({"id": probe})))
+    # The literal is the largest integer whose float64 is the threshold's
+    # side: for every integer, float64(n) <= t exactly when n <= literal.
+    for t in [2.0**53, 2.0**53 + 2, 2.0**54 + 4, 2.0**60, -(2.0**53), -(2.0**63), 3 * 2.0**55]:
+        literal = int(_sql_threshold(t))
+        assert float(literal) == t
+        for n in range(int(t) - 600, int(t) + 600):
+            assert (float(n) <= t) == (n <= literal), (t, n)
+    assert _sql_threshold(1.5) == "1.5" and _sql_threshold(2.0**64) == repr(2.0**64)

@@ -1301,6 +1301,26 @@ def test_export_sql_writes_nanosecond_dates_as_text():
     assert set(answers["us"]) == {"2020-01-01 00:00:00", "2021-06-15 01:02:03.123456"}
 
 
+def test_export_sql_routes_integers_beyond_2_53_as_predict_does():
+    # predict reads an int64 ID as float64 (2**53 + 17 as 2**53 + 16); SQL
+    # compared the INTEGER exactly with a cut that is a training value, so
+    # odd IDs next to a cut went the other way (15 of 400 rows).
+    import sqlite3
+
+    rng = np.random.default_rng(3)
+    base = 2**53
+    ids = base + rng.integers(0, 200, 400)
+    X = pd.DataFrame({"id": ids.astype(np.int64)})
+    model = MBNDTRegressor(max_depth=2, n_restarts=1, max_epochs=30, stage1_epochs=10,
+                           patience=5, random_state=0).fit(X, (ids - base).astype(float))
+    probe = pd.DataFrame({"id": base + np.arange(-4, 204, dtype=np.int64)})
+    db = sqlite3.connect(":memory:")
+    db.execute('CREATE TABLE t ("id" INTEGER)')
+    db.executemany("INSERT INTO t VALUES (?)", [(int(v),) for v in probe["id"]])
+    got = [row[0] for row in db.execute(export_sql(model))]
+    np.testing.assert_array_equal(got, model.predict(probe))
+
+
 def test_uint64_class_labels_round_trip_exactly():
     # from_dict read [2**53 + 1, 2**63 + 1, 2**64 - 1] through np.asarray as
     # float64: the restored model predicted 9007199254740992.0.

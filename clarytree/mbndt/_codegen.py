@@ -13,7 +13,15 @@ import datetime
 
 import numpy as np
 
-from .._explain import _lit, _py_missing, _py_set, _sql_ident, _sql_list, _sql_value
+from .._explain import (
+    _lit,
+    _py_missing,
+    _py_set,
+    _sql_ident,
+    _sql_list,
+    _sql_threshold,
+    _sql_value,
+)
 from ._export import _children, _preorder
 from ._preprocess import MISSING
 
@@ -121,9 +129,9 @@ def _child_tests(tree, node, col):
     for k in range(len(kids)):
         parts = []
         if k > 0:
-            parts.append(f"{value} > {_lit(cuts[k - 1])}")
+            parts.append(f"{value} > {_sql_threshold(cuts[k - 1])}")
         if k < len(kids) - 1:
-            parts.append(f"{value} <= {_lit(cuts[k])}")
+            parts.append(f"{value} <= {_sql_threshold(cuts[k])}")
         tests.append(" AND ".join(parts))
     return tests
 
