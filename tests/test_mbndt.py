@@ -15,7 +15,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.metrics import balanced_accuracy_score  # noqa: E402
+from sklearn.utils import get_tags  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
 from clarytree import export_sql  # noqa: E402
@@ -1391,3 +1393,32 @@ def test_class_labels_with_line_breaks_print_escaped():
     text = export_text(est)
     assert "class late\\npayment (proba" in text
     assert all(line.lstrip().startswith("|") for line in text.splitlines()), text
+
+
+@pytest.mark.parametrize("Est", [MBNDTClassifier, MBNDTRegressor])
+def test_float32_bounds_of_rates_and_temperature_and_divergence(Est):
+    # temperature 1e-46 is 0 in float32 and lr 1e39 infinite: both passed the
+    # parameter check and failed in torch ("index -1 is out of bounds",
+    # "value cannot be converted to type float without overflow").  A huge
+    # rate made a restart NaN, which failed the whole fit the same way.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int) if Est is MBNDTClassifier else 3 * X[:, 0]
+    kw = dict(max_depth=2, n_restarts=2, stage1_epochs=3, max_epochs=10, random_state=0)
+    for name, value in [("temperature", 1e-46), ("temperature", 1e39), ("lr_leaves", 1e39),
+                        ("lr_features", 1e-46), ("lr_masks", 1e38)]:
+        with pytest.raises(ValueError, match=re.escape(f"{name}={value!r} is outside [")):
+            Est(**kw, **{name: value}).fit(X, y)
+    Est(**kw, temperature=1e-40).fit(X, y)              # a float32 subnormal trains
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        Est(**kw, lr_features=3e37, lr_thresholds=3e37, lr_masks=3e37, lr_leaves=3e37).fit(X, y)
+    if Est is MBNDTRegressor:
+        with pytest.warns(ConvergenceWarning, match="training diverged"):
+            diverged = Est(**kw, lr_leaves=1e30).fit(X, y)
+        assert np.isfinite(diverged.predict(X)).all()
+    # A bool is an int (as for max_depth): True restarts once.
+    one = Est(**{**kw, "n_restarts": 1}).fit(X, y)
+    np.testing.assert_array_equal(Est(**{**kw, "n_restarts": True}).fit(X, y).predict(X),
+                                  one.predict(X))
+    assert get_tags(Est()).input_tags.categorical

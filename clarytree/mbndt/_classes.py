@@ -6,10 +6,12 @@ pickles, loads and predicts without torch.
 """
 
 import sys
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -26,6 +28,7 @@ from .._preparation import (
     _infinity_error,
     check_has_columns,
     recoded_kind,
+    user_stacklevel,
     validate_sample_weight,
     warn_levels_matching_as_numbers,
     warn_levels_of_another_kind,
@@ -59,6 +62,10 @@ def _missing_as_nan(values):
     values = values.copy()
     values[missing] = np.nan
     return values
+
+
+_FLOAT32_TINY = float(np.finfo(np.float32).smallest_subnormal)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _check_no_infinity(X):
@@ -213,7 +220,10 @@ class _BaseMBNDT(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        # Text and category columns are read as levels (one-hot or target
+        # encoded for training, matched as levels by the tree).
         tags.input_tags.string = True
+        tags.input_tags.categorical = True
         return tags
 
     # ---------------------------------------------------------- validation
@@ -315,6 +325,18 @@ class _BaseMBNDT(BaseEstimator):
                 f"n_branches**max_depth = {self.n_branches}**{self.max_depth} nominal "
                 "leaves is too large; MBNDT is meant for shallow trees (at most "
                 f"{_MAX_NOMINAL_LEAVES} leaves).")
+        # Training runs in float32: a temperature or learning rate that is 0
+        # or infinite there passes the (float64) parameter check but breaks
+        # the network with an error that names nothing.
+        # (Adam's first step is lr / (1 - beta1) = 10 lr.)
+        for name in ("temperature", "lr_features", "lr_thresholds", "lr_masks", "lr_leaves"):
+            value, top = float(getattr(self, name)), _FLOAT32_MAX
+            if name.startswith("lr_"):
+                top /= 10.0
+            if not _FLOAT32_TINY <= value <= top:
+                raise ValueError(
+                    f"{name}={value!r} is outside [{_FLOAT32_TINY:.3g}, {top:.3g}], the "
+                    "range in which the network trains in float32")
         training = _import_training()
         # Before the preprocessing, so that a bad device fails at once.
         device = training.check_device(_resolve_device(self.device), type(self).__name__)
@@ -367,15 +389,22 @@ class _BaseMBNDT(BaseEstimator):
         cfg = training.TrainConfig(
             depth=self.max_depth, n_branches=self.n_branches,
             leaf_budget=None if self.leaf_budget is None else float(self.leaf_budget),
-            n_restarts=self.n_restarts, stage1_epochs=self.stage1_epochs,
-            max_epochs=self.max_epochs, patience=self.patience, tau=self.temperature,
-            lr_features=self.lr_features, lr_thresholds=self.lr_thresholds,
-            lr_masks=self.lr_masks, lr_leaves=self.lr_leaves, batch_size=bs,
+            n_restarts=int(self.n_restarts), stage1_epochs=int(self.stage1_epochs),
+            max_epochs=int(self.max_epochs), patience=int(self.patience),
+            tau=float(self.temperature), lr_features=float(self.lr_features),
+            lr_thresholds=float(self.lr_thresholds), lr_masks=float(self.lr_masks),
+            lr_leaves=float(self.lr_leaves), batch_size=bs,
             feature_init=self.feature_init, device=str(device),
             verbose=self.verbose)
         state, info = training.train_mbndt(
             xt_fit[tr_idx], y_task[tr_idx], xt_fit[va_idx], y_task[va_idx], task, n_outputs,
             cfg, torch_seed, w_tr, w_va)
+        if not np.isfinite(info["val_loss"]):
+            warnings.warn(
+                f"{type(self).__name__} training diverged (the validation loss was never "
+                "finite), so the tree is its random initialization; lower the learning "
+                "rates (lr_features, lr_thresholds, lr_masks, lr_leaves).",
+                ConvergenceWarning, stacklevel=user_stacklevel())
 
         from ._model import torch_hard_branches
         from ._prune import build_tree
@@ -518,10 +547,14 @@ _COMMON_PARAMS_DOC = """
         Stage-2 epochs without validation improvement before stopping.
     temperature : float, default=0.3
         Temperature tau of the cumulative-sigmoid soft binning, in units of the
-        standardized (or rank-Gauss) features.
+        standardized (or rank-Gauss) features; positive and finite in float32
+        (the network's precision).
     lr_features, lr_thresholds, lr_masks, lr_leaves : float
         Adam learning rates of the four parameter groups (by default 0.05,
-        0.02, 0.05 and 0.05).
+        0.02, 0.05 and 0.05); positive, and at most float32's maximum / 10
+        (Adam's first step).  A rate so large that training never reaches a
+        finite validation loss leaves the random initialization, with a
+        ``ConvergenceWarning``.
     batch_size : int or "auto", default="auto"
         Minibatch size; "auto" is a power of two near n/4, between 32 and 512,
         and at most the number of training rows.

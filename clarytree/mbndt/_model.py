@@ -32,7 +32,11 @@ class _Entmax15(torch.autograd.Function):
         ss = k * (mean_sq - mean * mean)
         delta = ((1 - ss) / k).clamp_min(0)
         tau = mean - delta.sqrt()
-        support = (tau <= xs).sum(dim=-1, keepdim=True)
+        # At least 1: a restart whose logits a huge learning rate made NaN has
+        # no support (every comparison is false); its output is then NaN, its
+        # validation loss NaN and its checkpoint kept, instead of an index -1
+        # error that stops the other restarts too.
+        support = (tau <= xs).sum(dim=-1, keepdim=True).clamp_min(1)
         tau_star = tau.gather(-1, support - 1)
         y = (x - tau_star).clamp_min(0) ** 2
         ctx.save_for_backward(y)
