@@ -21,7 +21,8 @@ What the exports print, by default:
   threshold stays in ``tree_`` and in :func:`to_dict`, and
   ``exact_thresholds=True`` prints it (``repr(float)``);
 - coefficients, values and probabilities: ``significant_digits=4``
-  significant digits; ``significant_digits=None`` prints them exactly.
+  significant digits (more than 17, float64's most, print as 17);
+  ``significant_digits=None`` prints them exactly.
 """
 
 import copy
@@ -330,7 +331,9 @@ def _check_digits(significant_digits, decimals=_UNSET, name="significant_digits"
         raise TypeError(f"{name} must be an int or None, got {significant_digits!r}")
     if significant_digits < 1:
         raise ValueError(f"{name} must be >= 1, got {significant_digits}")
-    return int(significant_digits)
+    # 17 digits tell every float64 apart: more only print the binary
+    # expansion's noise (and a huge count fails in Python's formatting).
+    return min(int(significant_digits), 17)
 
 
 def _num(value, digits):

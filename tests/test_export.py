@@ -224,6 +224,20 @@ def test_text_options(data):
         export_text(model, max_terms=-1)
 
 
+def test_more_significant_digits_than_float64_has_print_as_17(data):
+    # 10**30 digits failed in Python's formatting ("Too many decimal digits
+    # in format string", "precision too big") without naming the argument.
+    X, y = data
+    model = CholeskyTreeRegressor(max_depth=2).fit(X, y)
+    for digits in (18, 10**30, 2**63):
+        assert export_text(model, significant_digits=digits) == \
+            export_text(model, significant_digits=17)
+        pd.testing.assert_frame_equal(leaf_table(model, significant_digits=digits),
+                                      leaf_table(model, significant_digits=17))
+    table = leaf_table(model, significant_digits=10**30)
+    np.testing.assert_array_equal(table["intercept"], model.tree_.intercept[table["leaf"]])
+
+
 def test_single_leaf_tree(data):
     X, y = data
     model = CLARITreeRegressor(max_depth=0).fit(X, y)
