@@ -139,8 +139,9 @@ def leaf_penalty_path(estimator, X, y, leaf_penalties, sample_weight=None):
     distinct = list(dict.fromkeys(penalties))
     knobs = {arg: getattr(estimator, name) for name, arg in _KNOBS.items()
              if hasattr(estimator, name)}
-    path, _ = _fit_tree(clone(estimator), as_pandas(X), y, leaf_penalties=distinct, **knobs,
-                        **fit_params)
+    # Its own leaf_penalty is ignored: even one fit would refuse (None).
+    base = clone(estimator).set_params(leaf_penalty=distinct[0])
+    path, _ = _fit_tree(base, as_pandas(X), y, leaf_penalties=distinct, **knobs, **fit_params)
     fitted = dict(zip(distinct, path, strict=True))
     return [fitted[lam] for lam in penalties]
 

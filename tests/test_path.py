@@ -169,6 +169,10 @@ def test_path_estimator_is_not_modified():
     est = CholeskyTreeRegressor(max_depth=2, leaf_penalty=0.5)
     leaf_penalty_path(est, X, y, [1e-2, 1e-3])
     assert est.leaf_penalty == 0.5 and not hasattr(est, "tree_")
+    # Its own leaf_penalty is ignored, as documented (None was refused).
+    for own in (None, "a", -1.0):
+        path = leaf_penalty_path(est.set_params(leaf_penalty=own), X, y, [1e-2])
+        assert path[0].leaf_penalty == 1e-2 and est.leaf_penalty == own
 
 
 @pytest.mark.parametrize("grid, error", [
