@@ -70,7 +70,9 @@ _SEMANTICS = """
     column's own order, otherwise sorted; at most 256).  A split sends a set
     of levels left.  Each node orders its present levels by the mean
     residual of the node's own leaf model (for constant leaves: by the mean
-    target, for which the optimal set is a prefix of the order, Fisher 1958)
+    target, for which the optimal set is a prefix of the order, Fisher 1958;
+    a ``min_samples_leaf`` that rules out that prefix may leave a better
+    admissible set that is not a prefix, and such sets are not tried)
     and takes the prefixes, so ``K`` levels present in a node give at most
     ``K - 1`` candidates, scored like thresholds (lookahead scores them like
     any other candidate).  When the node has rows whose value is missing,
@@ -575,6 +577,12 @@ def _unsplittable_message(estimator, bins, n_bins, msl, n_regression, sample_wei
     elif n < 2 * msl:
         cause = (f"a split needs at least min_samples_leaf = {msl:.10g} rows on each side, "
                  f"but X has {rows}")
+    elif np.any(estimator.is_categorical_[present]):
+        # A level set beyond the prefixes of the node's order may pass the
+        # limit: the claim is about the candidates only.
+        cause = (f"no candidate split (a threshold, or a prefix of a categorical column's "
+                 f"levels in the node's order) leaves min_samples_leaf = {msl:.10g} of the "
+                 f"{total} on both sides")
     else:
         cause = f"no threshold leaves min_samples_leaf = {msl:.10g} of the {total} on both sides"
     if estimator.min_samples_leaf == "auto" and n_regression > 0 and "min_samples" in cause:

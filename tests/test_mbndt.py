@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.metrics import balanced_accuracy_score  # noqa: E402
-from sklearn.utils import get_tags  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.utils import get_tags  # noqa: E402
 
 from clarytree import export_sql  # noqa: E402
 from clarytree.mbndt import MBNDTClassifier, MBNDTRegressor, export_text  # noqa: E402

@@ -1097,7 +1097,7 @@ def test_numpy_integer_at_its_maximum_is_that_many_thresholds(n_thresholds, stra
                                    max_depth=2).fit(X, y)
     plain = CholeskyTreeRegressor(n_thresholds=int(n_thresholds), threshold_strategy=strategy,
                                   max_depth=2).fit(X, y)
-    for got, expected in zip(fitted.thresholds_, plain.thresholds_):
+    for got, expected in zip(fitted.thresholds_, plain.thresholds_, strict=True):
         np.testing.assert_array_equal(got, expected)
     assert fitted.get_n_leaves() == plain.get_n_leaves() > 1
     np.testing.assert_array_equal(

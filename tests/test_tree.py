@@ -4,6 +4,7 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from clarytree._splitter import SearchRoute
 from clarytree._tree import TREE_LEAF
@@ -381,6 +382,15 @@ def test_warns_when_no_split_is_admissible():
                       r"of the total sample_weight of 50 on both sides"):
         CholeskyTreeRegressor(max_depth=2, min_samples_leaf=20).fit(
             skewed, y[:50], sample_weight=np.r_[np.full(25, 0.5), np.full(25, 1.5)])
+    # A categorical column: the claim is about its candidates, the prefixes
+    # of the node's order ({a, c} vs {b} would pass, but is not a prefix of
+    # a, b, c by mean target); it said "no threshold leaves ...".
+    levels = pd.DataFrame({"c": ["a"] + ["b"] * 10 + ["c"]})
+    with pytest.warns(UnsplittableWarning, match=r"no candidate split \(a threshold, or a "
+                      r"prefix of a categorical column's levels in the node's order\) leaves "
+                      r"min_samples_leaf = 2 of the 12 rows"):
+        CholeskyTreeRegressor(max_depth=1, leaf_model="constant", min_samples_leaf=2).fit(
+            levels, np.r_[0.0, np.full(10, 5.0), 5.2])
     # Weights normalized to sum 1: the message says they count as rows.
     with pytest.warns(UnsplittableWarning, match=r"total sample_weight of 1\b.*"
                       r"threshold quantiles.*sums to 1 over 1000 rows; rescale it"):
