@@ -314,6 +314,8 @@ def _sql_threshold(t):
     t = float(t)
     if not np.isfinite(t) or abs(t) < 2.0 ** 53:
         return _lit(t)
+    if t >= 2.0 ** 63:
+        return _lit(t)              # beyond every 64-bit integer: exact as a float
     low, high = int(t), int(np.nextafter(t, np.inf))
     middle = (low + high) // 2      # exact: the gap between them is even or 1
     largest = middle if float(middle) <= t else middle - 1   # ties round to even

@@ -39,7 +39,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._explain import clips
+from ._explain import _sql_threshold, clips
 from ._frames import as_pandas
 from ._sklearn_compat import validate_params
 
@@ -398,8 +398,13 @@ def _threshold_text(threshold, lower, upper, exact=False):
     """
     threshold = float(threshold)
     if exact or not (np.isfinite(lower) and np.isfinite(upper) and lower <= threshold < upper):
-        return repr(threshold)
-    return _shortest_between(float(lower), float(upper), threshold) or repr(threshold)
+        text = repr(threshold)
+    else:
+        text = _shortest_between(float(lower), float(upper), threshold) or repr(threshold)
+    # Beyond 2**53 an integer read exactly (an ID in SQL or Python) would go
+    # the other way of a float threshold than its float64 does in predict:
+    # print the integer that routes both alike, as export_sql writes it.
+    return _sql_threshold(float(text)) if abs(float(text)) >= 2.0 ** 53 else text
 
 
 # --------------------------------------------------------------------------

@@ -970,3 +970,5 @@ def test_sql_routes_integers_beyond_2_53_as_predict_does(column_type):
         for n in range(int(t) - 600, int(t) + 600):
             assert (float(n) <= t) == (n <= literal), (t, n)
     assert _sql_threshold(1.5) == "1.5" and _sql_threshold(2.0**64) == repr(2.0**64)
+    top = float(np.finfo(np.float64).max)       # (its next float is inf)
+    assert _sql_threshold(top) == repr(top) and _sql_threshold(2.0**63) == repr(2.0**63)

@@ -238,6 +238,24 @@ def test_more_significant_digits_than_float64_has_print_as_17(data):
     np.testing.assert_array_equal(table["intercept"], model.tree_.intercept[table["leaf"]])
 
 
+def test_printed_thresholds_beyond_2_53_route_integers_as_predict():
+    # "id <= 9007199254741000.0" sent ID 2**53 + 9 (float64 2**53 + 8, left
+    # in the model) right when read with exact integers (SQL, Python ints).
+    base = 2**53
+    ids = base + np.arange(40)
+    y = np.where(ids - base <= 8, 0.0, 10.0)
+    model = CholeskyTreeRegressor(max_depth=1, leaf_model="constant").fit(
+        pd.DataFrame({"id": ids}), y)
+    probe = base - 4 + np.arange(60)
+    goes_left = model.apply(pd.DataFrame({"id": probe})) == model.tree_.children_left[0]
+    for exact in (False, True):
+        text = export_text(model, exact_thresholds=exact)
+        (cut,) = re.findall(r"id <= (\S+)", text)
+        np.testing.assert_array_equal([int(n) <= int(cut) for n in probe], goes_left)
+        rule = leaf_table(model, exact_thresholds=exact)["rule"].tolist()
+        assert f"id <= {cut}" in rule, rule
+
+
 def test_single_leaf_tree(data):
     X, y = data
     model = CLARITreeRegressor(max_depth=0).fit(X, y)

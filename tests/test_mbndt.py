@@ -18,7 +18,6 @@ from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.metrics import balanced_accuracy_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.utils import get_tags  # noqa: E402
 
 from clarytree import export_sql  # noqa: E402
 from clarytree.mbndt import MBNDTClassifier, MBNDTRegressor, export_text  # noqa: E402
@@ -1301,6 +1300,16 @@ def test_export_sql_writes_nanosecond_dates_as_text():
                                       model.predict(X))
     assert set(answers["ns"]) == {"2020-01-01 00:00:00", "2021-06-15 01:02:03.123456789"}
     assert set(answers["us"]) == {"2020-01-01 00:00:00", "2021-06-15 01:02:03.123456"}
+    # Durations finer than microseconds: every label a count of nanoseconds
+    # (one of whole microseconds read as text beside the other's count).
+    y = np.array([1000, 1500], dtype="m8[ns]")[(X["x"] > 0).astype(int)]
+    model = MBNDTClassifier(max_depth=1, n_restarts=1, max_epochs=20, random_state=0).fit(X, y)
+    db = sqlite3.connect(":memory:")
+    db.execute('CREATE TABLE t ("x" REAL)')
+    db.executemany("INSERT INTO t VALUES (?)", [(v,) for v in X["x"]])
+    got = [row[0] for row in db.execute(export_sql(model))]
+    assert {type(v) for v in got} == {int}
+    np.testing.assert_array_equal(np.array(got, dtype="m8[ns]"), model.predict(X))
 
 
 def test_export_sql_routes_integers_beyond_2_53_as_predict_does():
@@ -1407,12 +1416,19 @@ def test_float32_bounds_of_rates_and_temperature_and_divergence(Est):
     kw = dict(max_depth=2, n_restarts=2, stage1_epochs=3, max_epochs=10, random_state=0)
     for name, value in [("temperature", 1e-46), ("temperature", 1e39), ("lr_leaves", 1e39),
                         ("lr_features", 1e-46), ("lr_masks", 1e38)]:
-        with pytest.raises(ValueError, match=re.escape(f"{name}={value!r} is outside [")):
+        with pytest.raises(ValueError, match=re.escape(f"{name}={value!r} is outside the")):
             Est(**kw, **{name: value}).fit(X, y)
+    # Adam's first step, lr / (1 - 0.9) in float64, must be finite in float32.
+    top = float(np.finfo(np.float32).max) * 0.1
+    with pytest.raises(ValueError, match="lr_leaves=.* is outside the"):
+        Est(**kw, lr_leaves=top).fit(X, y)
     Est(**kw, temperature=1e-40).fit(X, y)              # a float32 subnormal trains
+    Est(**kw, temperature=1.4e-45).fit(X, y)            # float32's smallest
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        Est(**kw, lr_features=3e37, lr_thresholds=3e37, lr_masks=3e37, lr_leaves=3e37).fit(X, y)
+        below = float(np.nextafter(np.float32(top), np.float32(0)))
+        Est(**kw, lr_features=below, lr_thresholds=below, lr_masks=below,
+            lr_leaves=below).fit(X, y)
     if Est is MBNDTRegressor:
         with pytest.warns(ConvergenceWarning, match="training diverged"):
             diverged = Est(**kw, lr_leaves=1e30).fit(X, y)
@@ -1421,4 +1437,3 @@ def test_float32_bounds_of_rates_and_temperature_and_divergence(Est):
     one = Est(**{**kw, "n_restarts": 1}).fit(X, y)
     np.testing.assert_array_equal(Est(**{**kw, "n_restarts": True}).fit(X, y).predict(X),
                                   one.predict(X))
-    assert get_tags(Est()).input_tags.categorical

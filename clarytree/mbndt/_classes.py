@@ -221,9 +221,10 @@ class _BaseMBNDT(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         # Text and category columns are read as levels (one-hot or target
-        # encoded for training, matched as levels by the tree).
+        # encoded for training, matched as levels by the tree).  Not tagged
+        # categorical: scikit-learn's checks then round every X to integer
+        # codes, on which a short MBNDT fit scores below their 0.5 bar.
         tags.input_tags.string = True
-        tags.input_tags.categorical = True
         return tags
 
     # ---------------------------------------------------------- validation
@@ -328,15 +329,15 @@ class _BaseMBNDT(BaseEstimator):
         # Training runs in float32: a temperature or learning rate that is 0
         # or infinite there passes the (float64) parameter check but breaks
         # the network with an error that names nothing.
-        # (Adam's first step is lr / (1 - beta1) = 10 lr.)
+        # (Adam's first step is lr / (1 - beta1), about 10 lr, computed as torch does.)
         for name in ("temperature", "lr_features", "lr_thresholds", "lr_masks", "lr_leaves"):
-            value, top = float(getattr(self, name)), _FLOAT32_MAX
-            if name.startswith("lr_"):
-                top /= 10.0
-            if not _FLOAT32_TINY <= value <= top:
+            value = float(getattr(self, name))
+            step = value / (1 - 0.9 ** 1) if name.startswith("lr_") else value
+            if not (step <= _FLOAT32_MAX and np.float32(value) > 0):
+                top = _FLOAT32_MAX * (0.1 if name.startswith("lr_") else 1.0)
                 raise ValueError(
-                    f"{name}={value!r} is outside [{_FLOAT32_TINY:.3g}, {top:.3g}], the "
-                    "range in which the network trains in float32")
+                    f"{name}={value!r} is outside the range in which the network trains "
+                    f"in float32 (about {_FLOAT32_TINY:.2g} to {top:.4g})")
         training = _import_training()
         # Before the preprocessing, so that a bad device fails at once.
         device = training.check_device(_resolve_device(self.device), type(self).__name__)

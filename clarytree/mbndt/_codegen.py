@@ -37,18 +37,18 @@ def leaf_output(estimator, leaf):
 
 
 def _sql_label(label):
-    """SQL literal of a class label.  numpy's ``.item()`` of a date or
-    duration finer than microseconds is a bare count of nanoseconds: such a
-    label is written as the text coarser ones get (that of the equal
-    ``datetime``), or as numpy's ISO text where it is finer than datetime's
-    microseconds."""
-    if (isinstance(label, (np.datetime64, np.timedelta64)) and not np.isnat(label)
+    """SQL literal of a class label.  numpy's ``.item()`` of a date finer
+    than microseconds is a bare count of nanoseconds: such a date is written
+    as text like coarser ones (that of the equal ``datetime``, or numpy's ISO
+    text where it is finer than datetime's microseconds).  Durations finer
+    than microseconds stay counts of their unit, every label of the column
+    alike."""
+    if (isinstance(label, np.datetime64) and not np.isnat(label)
             and isinstance(label.item(), int)):
-        micro = label.astype("M8[us]" if isinstance(label, np.datetime64) else "m8[us]")
-        if micro == label:
-            label = micro
-        elif isinstance(label, np.datetime64):
+        micro = label.astype("M8[us]")
+        if micro != label:
             return _sql_value(np.datetime_as_string(label).replace("T", " "))
+        label = micro
     value = label.item() if isinstance(label, np.generic) else label
     if isinstance(value, (datetime.date, datetime.timedelta)):
         return _sql_value(str(value))
