@@ -190,6 +190,65 @@ def _numbers_with_markers(frame, decimal, text_columns=(), semicolons=False):
     return frame
 
 
+def _exact_integers(frame, source, dialect):
+    """Integer columns with empty cells beyond float64's 2**53, exactly.
+
+    pandas reads a column of integers with an empty cell as float64, which
+    rounds IDs and nanosecond times beyond 2**53: two IDs became one level of
+    a categorical column.  Such a column is read again as its text and kept
+    as a nullable integer column, as the Python API keeps one.
+    """
+    import pandas as pd
+
+    wide = _wide_float_columns(frame)
+    if not wide:
+        return frame
+    options = {**dialect, "dtype": str}
+    text = pd.read_csv(source(), index_col=False, keep_default_na=False, na_values=[""],
+                       usecols=wide, low_memory=False, **options)
+    for name in wide:
+        present = text[name].notna().to_numpy()
+        written = text[name][present].str.strip()
+        if not written.str.fullmatch(r"[+-]?\d+").all():
+            continue
+        values = [int(v) for v in written]
+        for dtype in (np.int64, np.uint64):
+            info = np.iinfo(dtype)
+            if info.min <= min(values) and max(values) <= info.max:
+                exact = np.zeros(len(present), dtype=dtype)
+                exact[present] = values
+                frame[name] = pd.arrays.IntegerArray(exact, ~present)
+                break
+    return frame
+
+
+def _wide_float_columns(frame):
+    """float64 columns with a missing value and a magnitude of 2**53 or more."""
+    return [name for name, column in frame.items()
+            if column.dtype == np.float64 and column.isna().any()
+            and (column.abs() >= 2.0 ** 53).any()]
+
+
+def _exact_parquet_integers(frame, path):
+    """Parquet integer columns with nulls, which pandas reads as float64
+    (see :func:`_exact_integers`), as nullable integer columns."""
+    wide = _wide_float_columns(frame)
+    if not wide:
+        return frame
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:         # read by fastparquet: left as it read them
+        return frame
+    from ._frames import as_pandas
+
+    exact = as_pandas(pq.read_table(path, columns=wide))
+    for name in wide:
+        if isinstance(exact[name].dtype, type(frame[name].dtype)):
+            continue            # a float column in the file
+        frame[name] = exact[name].array
+    return frame
+
+
 def _read_table(path, encoding=None, text_columns=(), as_written=None):
     """Read a CSV (optionally compressed) or Parquet file into a DataFrame.
 
@@ -218,7 +277,7 @@ def _read_table(path, encoding=None, text_columns=(), as_written=None):
                 pass        # read_parquet says what is missing
             else:
                 _refuse_duplicate_names(path, pq.read_schema(path).names)
-            frame = pd.read_parquet(path)
+            frame = _exact_parquet_integers(pd.read_parquet(path), path)
         else:
             dialect = _csv_dialect(path, encoding)
             source = _csv_source(path, dialect)
@@ -240,6 +299,7 @@ def _read_table(path, encoding=None, text_columns=(), as_written=None):
                 _refuse_longer_rows(path, source, frame.shape[1], dialect)
             frame = _numbers_with_markers(frame, dialect.get("decimal"), set(text_columns),
                                           dialect.get("sep") == ";")
+            frame = _exact_integers(frame, source, dialect)
             if isinstance(as_written, str):
                 as_written = _column_list(as_written, frame.columns)
             as_written = [name for name in as_written or () if name in frame.columns]

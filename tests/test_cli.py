@@ -1380,3 +1380,37 @@ def test_semicolons_bools_with_empty_cells_and_tar_archives(tmp_path):
     with tarfile.open(tmp_path / "t.csv.tar.gz", "w:gz") as archive:
         archive.add(plain, arcname="t.csv")
     np.testing.assert_array_equal(read(tmp_path / "t.csv.tar.gz").to_numpy(), [[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_integer_ids_with_an_empty_cell_stay_exact(tmp_path, suffix):
+    # pandas reads integers with an empty cell as float64: IDs beyond 2**53
+    # merged (2**53 + 1 into 2**53) into one level of a --categorical column.
+    import joblib
+
+    base = 2**53
+    ids = pd.array([None] + [base + i % 4 for i in range(1, 200)], dtype="Int64")
+    y = np.array([0.0] + [10.0 * (i % 4) for i in range(1, 200)])
+    train = pd.DataFrame({"id": ids, "y": y})
+    probe = pd.DataFrame({"id": pd.array([base + k for k in range(4)] + [None],
+                                         dtype="Int64")})
+    if suffix == ".csv":
+        train.to_csv(tmp_path / "train.csv", index=False)
+        probe.to_csv(tmp_path / "probe.csv", index=False)
+    else:
+        pa = pytest.importorskip("pyarrow")
+        import pyarrow.parquet as pq
+
+        # As Spark or DuckDB write it: no pandas metadata restoring Int64.
+        for frame, name in ((train, "train"), (probe, "probe")):
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            pq.write_table(table.replace_schema_metadata(None), tmp_path / f"{name}.parquet")
+    model = tmp_path / "ids.joblib"
+    result = run("fit", tmp_path / f"train{suffix}", "--target", "y", "--categorical", "id",
+                 "--leaf-model", "constant", "--test-size", 0, "--out", model, "-q")
+    assert result.returncode == 0, result.stderr
+    assert [int(v) for v in joblib.load(model).categories_[0]] == [base + k for k in range(4)]
+    result = run("predict", model, tmp_path / f"probe{suffix}")
+    assert result.returncode == 0, result.stderr
+    got = np.array([float(v) for v in result.stdout.splitlines()[1:]])
+    np.testing.assert_allclose(got[:4], [0.0, 10.0, 20.0, 30.0], atol=1e-9)
