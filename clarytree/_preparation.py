@@ -754,10 +754,12 @@ def validate_sample_weight(sample_weight, n):
     if sample_weight is None:
         return None
     w = np.asarray(sample_weight)
-    if w.ndim == 0:
-        w = np.full(n, float(w))
     try:
-        w = np.asarray(w, dtype=np.float64)
+        w = np.full(n, float(w)) if w.ndim == 0 else np.asarray(w, dtype=np.float64)
+    except OverflowError:
+        # (a Python int beyond float64, e.g. 10**400)
+        raise ValueError("sample_weight must be finite: a weight is beyond float64's "
+                         "range; divide the weights by a constant") from None
     except (TypeError, ValueError):
         raise ValueError("sample_weight must be numeric") from None
     if w.ndim != 1 or w.shape[0] != n:

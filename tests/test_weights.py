@@ -158,6 +158,8 @@ def rng_uniform(n):
     (lambda n: np.ones(n - 1), "shape"),
     (lambda n: np.zeros(n), "zero"),
     (lambda n: np.full(n, 1e307), "more than float64 holds"),
+    (lambda n: [1] * (n - 1) + [10**400], "beyond float64"),      # was an OverflowError
+    (lambda n: 10**400, "beyond float64"),
 ])
 def test_bad_sample_weight(weight, match):
     X, y, _ = weighted_data(4, n=40)
