@@ -1437,3 +1437,18 @@ def test_float32_bounds_of_rates_and_temperature_and_divergence(Est):
     one = Est(**{**kw, "n_restarts": 1}).fit(X, y)
     np.testing.assert_array_equal(Est(**{**kw, "n_restarts": True}).fit(X, y).predict(X),
                                   one.predict(X))
+
+
+def test_extreme_leaf_logits_give_probabilities_without_warnings():
+    # A binary leaf logit below about -709 overflowed exp(-logit) with a
+    # numpy RuntimeWarning ("overflow encountered in exp"); p is 0 there.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        est = MBNDTClassifier(max_depth=1, n_restarts=1, max_epochs=30, lr_leaves=1e5,
+                              random_state=0).fit(X, y)
+    proba = est.predict_proba(X)
+    assert np.isfinite(proba).all() and np.allclose(proba.sum(axis=1), 1.0)
+    assert (est.tree_.leaf_logit[est.tree_.feature < 0] < -709).any()

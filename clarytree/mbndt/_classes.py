@@ -719,7 +719,10 @@ class MBNDTClassifier(ClassifierMixin, _BaseMBNDT):
             task, n_out, target_type = "binary", 1, "binary"
 
             def leaf_value(logit):
-                p = 1.0 / (1.0 + np.exp(-logit[0]))
+                # exp(-logit) overflows to inf for a logit below about -709:
+                # p is then exactly 0, as it should be.
+                with np.errstate(over="ignore"):
+                    p = 1.0 / (1.0 + np.exp(-logit[0]))
                 return np.array([1.0 - p, p])
         else:
             task, n_out, target_type = "multiclass", n_classes, "multiclass"
