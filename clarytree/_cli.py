@@ -200,6 +200,8 @@ def _exact_integers(frame, source, dialect):
     """
     import pandas as pd
 
+    from ._frames import exact_integer_array
+
     wide = _wide_float_columns(frame)
     if not wide:
         return frame
@@ -211,14 +213,11 @@ def _exact_integers(frame, source, dialect):
         written = text[name][present].str.strip()
         if not written.str.fullmatch(r"[+-]?\d+").all():
             continue
-        values = [int(v) for v in written]
-        for dtype in (np.int64, np.uint64):
-            info = np.iinfo(dtype)
-            if info.min <= min(values) and max(values) <= info.max:
-                exact = np.zeros(len(present), dtype=dtype)
-                exact[present] = values
-                frame[name] = pd.arrays.IntegerArray(exact, ~present)
-                break
+        values = exact_integer_array([int(v) for v in written])
+        if values is not None:
+            exact = np.zeros(len(present), dtype=values.dtype)
+            exact[present] = values
+            frame[name] = pd.arrays.IntegerArray(exact, ~present)
     return frame
 
 

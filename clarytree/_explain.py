@@ -312,16 +312,12 @@ def _sql_threshold(t):
     integer is ``t`` itself, so a REAL column compares as before).
     """
     t = float(t)
-    if not np.isfinite(t) or abs(t) < 2.0 ** 53:
+    # (Beyond every 64-bit integer, or not finite: exact as a float.)
+    if not (abs(t) >= 2.0 ** 53 and -(2.0 ** 63) <= t < 2.0 ** 63):
         return _lit(t)
-    if t >= 2.0 ** 63:
-        return _lit(t)              # beyond every 64-bit integer: exact as a float
     low, high = int(t), int(np.nextafter(t, np.inf))
     middle = (low + high) // 2      # exact: the gap between them is even or 1
-    largest = middle if float(middle) <= t else middle - 1   # ties round to even
-    if not -(2**63) <= largest < 2**63:
-        return _lit(t)              # beyond every 64-bit integer: exact as a float
-    return str(largest)
+    return str(middle if float(middle) <= t else middle - 1)    # ties round to even
 
 
 def _signed_terms(intercept, pairs):

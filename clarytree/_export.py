@@ -404,7 +404,8 @@ def _threshold_text(threshold, lower, upper, exact=False):
     # Beyond 2**53 an integer read exactly (an ID in SQL or Python) would go
     # the other way of a float threshold than its float64 does in predict:
     # print the integer that routes both alike, as export_sql writes it.
-    return _sql_threshold(float(text)) if abs(float(text)) >= 2.0 ** 53 else text
+    value = float(text)
+    return _sql_threshold(value) if abs(value) >= 2.0 ** 53 else text
 
 
 # --------------------------------------------------------------------------

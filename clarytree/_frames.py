@@ -109,6 +109,17 @@ def as_pandas(X):
     return pd.api.interchange.from_dataframe(X)
 
 
+def exact_integer_array(values):
+    """Python ints as an int64 array, or uint64 where they pass int64's
+    maximum; None where neither holds them all.  (numpy reads such a list
+    holding an int beyond int64 as float64, which rounds beyond 2**53.)"""
+    for dtype in (np.int64, np.uint64):
+        info = np.iinfo(dtype)
+        if info.min <= min(values) and max(values) <= info.max:
+            return np.array(values, dtype=dtype)
+    return None
+
+
 def _nullable_integer(pd):
     """A pyarrow ``types_mapper``: integer types to pandas' nullable integers."""
     import pyarrow as pa

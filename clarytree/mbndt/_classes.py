@@ -331,10 +331,10 @@ class _BaseMBNDT(BaseEstimator):
         # the network with an error that names nothing.
         # (Adam's first step is lr / (1 - beta1), about 10 lr, computed as torch does.)
         for name in ("temperature", "lr_features", "lr_thresholds", "lr_masks", "lr_leaves"):
-            value = float(getattr(self, name))
-            step = value / (1 - 0.9 ** 1) if name.startswith("lr_") else value
+            value, rate = float(getattr(self, name)), name.startswith("lr_")
+            step = value / (1 - 0.9 ** 1) if rate else value
             if not (step <= _FLOAT32_MAX and np.float32(value) > 0):
-                top = _FLOAT32_MAX * (0.1 if name.startswith("lr_") else 1.0)
+                top = _FLOAT32_MAX * (0.1 if rate else 1.0)
                 raise ValueError(
                     f"{name}={value!r} is outside the range in which the network trains "
                     f"in float32 (about {_FLOAT32_TINY:.2g} to {top:.4g})")

@@ -21,6 +21,7 @@ from .._export import (
     _threshold_text,
     register_tree_family,
 )
+from .._frames import exact_integer_array
 from ._classes import MBNDTClassifier, MBNDTRegressor
 from ._preprocess import MISSING
 from ._tree import MultiwayTree
@@ -207,12 +208,10 @@ def _classes_from_json(classes, dtype):
     if dtype is None:
         if (isinstance(classes, list) and classes
                 and all(type(label) is int for label in classes)):
-            # Integer labels exactly: numpy reads a list holding one beyond
-            # int64 (uint64 labels) as float64, which rounds them.
-            for integer in (np.int64, np.uint64):
-                info = np.iinfo(integer)
-                if info.min <= min(classes) and max(classes) <= info.max:
-                    return np.array(classes, dtype=integer)
+            # Integer labels exactly (uint64 ones beyond int64 too).
+            exact = exact_integer_array(classes)
+            if exact is not None:
+                return exact
         return np.asarray(classes)
     try:
         dtype = np.dtype(dtype)
